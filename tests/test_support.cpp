@@ -1,0 +1,64 @@
+// Shared test helpers: reference-vector loading, ../shared lookup, temp dirs.
+#include "test_support.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+namespace fs = std::filesystem;
+
+namespace kestrel::test {
+
+const nlohmann::json& reference(const std::string& name) {
+  static std::map<std::string, nlohmann::json> cache;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  const std::string path = std::string(KESTREL_TESTDATA_DIR) + "/reference/" + name;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("missing reference vector file " + path);
+  return cache[name] = nlohmann::json::parse(in);
+}
+
+std::string shared_path(const std::string& rel) {
+  const char* env = std::getenv("KESTREL_SHARED_DIR");
+  const fs::path p = fs::path(env ? env : KESTREL_SHARED_DIR) / rel;
+  return fs::exists(p) ? p.string() : std::string();
+}
+
+std::vector<double> json_doubles(const nlohmann::json& t) {
+  const auto& d = t.is_object() ? t.at("data") : t;
+  std::vector<double> out;
+  out.reserve(d.size());
+  for (const auto& v : d) out.push_back(v.get<double>());
+  return out;
+}
+
+std::vector<float> json_floats(const nlohmann::json& t) {
+  std::vector<float> out;
+  for (double v : json_doubles(t)) out.push_back(static_cast<float>(v));
+  return out;
+}
+
+std::vector<int64_t> json_shape(const nlohmann::json& t) { return t.at("shape").get<std::vector<int64_t>>(); }
+
+std::string temp_dir(const std::string& tag) {
+  static std::vector<fs::path> made;
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    std::atexit([] {
+      std::error_code ec;
+      for (auto& p : made) fs::remove_all(p, ec);
+    });
+  }
+  std::string tmpl = (fs::temp_directory_path() / ("kestrel_" + tag + "_XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  made.push_back(tmpl);
+  return tmpl;
+}
+
+}  // namespace kestrel::test
