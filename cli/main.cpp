@@ -1,12 +1,36 @@
 // kestrel: command-line front end. Parses flags and calls the library; no logic of its own.
+// Subcommands live in cli/cmd_*.cpp and register themselves through cli/commands.h.
+#include <unistd.h>
+
 #include <cstdio>
-#include <string>
+#include <cstdlib>
+#include <exception>
+
+#include "commands.h"
+
+// LibTorch's OpenMP threads spin while waiting, stealing the cores the loader threads need. The
+// policy is read when libgomp loads, before main, so set it and re-execute once.
+static void ensure_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+  // If re-exec fails we carry on: slower under contention, still correct.
+}
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: kestrel <train|val|detect|doctor|profile|scan|pack> [flags]\n");
-    return 2;
+  ensure_passive_openmp(argv);
+  CLI::App app{"Kestrel: fast YOLO training in C++. Run `kestrel <command> --help` for a command's flags."};
+  app.require_subcommand(1);
+  kestrel::cli::register_all(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  std::fprintf(stderr, "kestrel: unknown command '%s'\n", argv[1]);
-  return 2;
+  try {
+    return kestrel::cli::run_selected(app);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kestrel: error: %s\n", e.what());
+    return 1;
+  }
 }

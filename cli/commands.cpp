@@ -1,0 +1,31 @@
+// Subcommand registry.
+#include "commands.h"
+
+#include <map>
+
+namespace kestrel::cli {
+
+static std::map<CLI::App*, std::function<int()>>& runners() {
+  static std::map<CLI::App*, std::function<int()>> r;
+  return r;
+}
+
+CLI::App* add_command(CLI::App& app, const std::string& name, const std::string& help, std::function<int()> run) {
+  CLI::App* sub = app.add_subcommand(name, help);
+  runners()[sub] = std::move(run);
+  return sub;
+}
+
+void register_all(CLI::App& app) {
+  register_train(app);
+  register_val(app);
+  register_doctor(app);
+}
+
+int run_selected(CLI::App& app) {
+  for (auto& [sub, run] : runners())
+    if (sub->parsed()) return run();
+  return 2;
+}
+
+}  // namespace kestrel::cli

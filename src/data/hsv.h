@@ -1,0 +1,36 @@
+// YOLOv5's augment_hsv (utils/augmentations.py): random hue/saturation/value gains applied through three
+// 256-entry lookup tables in OpenCV's 8-bit HSV space (cv::cvtColor both ways, so the lossy round trip
+// is OpenCV's exactly).
+#pragma once
+#include <array>
+#include <opencv2/core.hpp>
+
+#include "data/hyp.h"
+#include "data/rng.h"
+
+namespace kestrel {
+
+// Gains r = u * (hgain, sgain, vgain) + 1 (float64). `active` is false when all three hyp gains are 0:
+// YOLOv5 then makes no draw and leaves the image untouched.
+struct HsvGains {
+  bool active = false;
+  double r[3] = {1, 1, 1};
+};
+HsvGains hsv_gains_from_u(const double u[3], double hgain, double sgain, double vgain);
+// Draws u = 3 x uniform(-1, 1) (only when a gain is non-zero).
+HsvGains draw_hsv_gains(SampleRng& rng, const Hyp& hyp);
+
+// The hue, saturation and value tables: (x*r0) mod 180, clip(x*r1, 0, 255), clip(x*r2, 0, 255), truncated.
+struct HsvLuts {
+  std::array<uint8_t, 256> hue, sat, val;
+};
+HsvLuts hsv_luts(const double r[3]);
+
+// In place on a BGR uint8 image: BGR->HSV, tables, HSV->BGR, over the whole image at once (the
+// reference formulation).
+void augment_hsv(cv::Mat& bgr, const HsvGains& gains);
+// The same result, computed in strips of a few rows so the HSV intermediate stays in cache and nothing
+// is allocated per call (cv::cvtColor is per pixel, so strips give identical bytes).
+void augment_hsv_strips(cv::Mat& bgr, const HsvGains& gains);
+
+}  // namespace kestrel

@@ -1,0 +1,60 @@
+// Image decoding for the data pipeline: any supported file to 8-bit BGR, EXIF orientation applied.
+// JPEG goes through TurboJPEG (one handle per thread, optional decode-time downscaling); every other
+// format goes through OpenCV's imdecode with IMREAD_COLOR, which is exactly what YOLOv5's cv2.imread
+// gives (grayscale replicated, alpha dropped, 16-bit reduced to 8-bit). The format is chosen by the
+// file's magic bytes, never by its extension.
+#pragma once
+#include <opencv2/core.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace kestrel {
+
+struct ImageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};  // message names the file
+
+enum class ImageFormat { unknown, jpeg, png, bmp, webp, tiff };
+
+// What a header read learns about an image without decoding its pixels.
+struct ImageHeader {
+  ImageFormat format = ImageFormat::unknown;
+  int width = 0, height = 0;  // after EXIF orientation (5..8 swap the sides)
+  int orientation = 1;        // EXIF orientation tag, 1 when absent
+  bool jpeg_missing_eoi = false;  // a JPEG whose last two bytes are not FFD9 (YOLOv5's "corrupt JPEG")
+};
+
+// Decodes any image to 8-bit 3-channel BGR HWC, EXIF orientation applied, grayscale/RGBA/16-bit converted.
+// With min_long_side > 0 a JPEG may be downscaled at decode time by the smallest of TurboJPEG's factors
+// (1/2, 1/4, 1/8) whose long side stays >= min_long_side. Throws ImageError on zero-byte, corrupt or
+// unreadable files. A JPEG that is cut short but still yields a picture decodes as libjpeg (and so
+// cv2.imread) does, the missing rows filled; that is reported through `warning` (left empty when clean).
+cv::Mat decode_image(const std::string& path, int min_long_side = 0);
+cv::Mat decode_image(const std::string& path, int min_long_side, std::string* warning);
+// The same into a caller-owned Mat (reused when it already has the right size and type).
+// full_w/full_h (optional) get the image size at full scale, after orientation.
+void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w = nullptr,
+                       int* full_h = nullptr, std::string* warning = nullptr);
+
+// YOLOv5's load_image: r = img_size / max(h0, w0); if r != 1 resize to (int(w0*r), int(h0*r)) with
+// INTER_LINEAR when (augment || r > 1) else INTER_AREA. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
+// decode_scaling lets a JPEG be decoded straight to >= img_size first (fast; pixels differ slightly from a
+// full-size decode followed by the resize); pass false for YOLOv5-exact pixels.
+cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, int* orig_h, int* orig_w,
+                           bool decode_scaling = true);
+
+// Reads only the header (and EXIF): size after orientation. False if unreadable.
+bool read_image_size(const std::string& path, int* width, int* height);
+// Header, EXIF orientation and the JPEG end-marker check. False if the file is missing, empty, or its
+// header is unreadable. Formats without a cheap header parser (TIFF, PFM...) are fully decoded.
+bool read_image_header(const std::string& path, ImageHeader* header);
+
+// Format from the first bytes of a file (magic numbers).
+ImageFormat sniff_image_format(const unsigned char* data, size_t size);
+// The EXIF orientation tag (1..8) of an in-memory JPEG, 1 when absent or unparsable.
+int jpeg_exif_orientation(const unsigned char* data, size_t size);
+// Rotates/flips a decoded image from its stored layout to the EXIF orientation's upright layout,
+// as OpenCV's imread does.
+void apply_exif_orientation(cv::Mat& img, int orientation);
+
+}  // namespace kestrel

@@ -1,0 +1,43 @@
+// YOLOv5 v7.0 non_max_suppression (utils/general.py) with torchvision.ops.nms's exact greedy
+// semantics, on raw float arrays (LibTorch C++ has no torchvision).
+//
+// Per image: rows with obj > conf_thres; scores obj*cls (float32); one candidate per (row, class)
+// above conf_thres in row-major order (multi-label) or the best class only; optional class filter;
+// a stable sort by score, keeping the first max_nms; greedy suppression of IoU > iou_thres on boxes
+// offset by class * 7680 in float32 (YOLOv5's batched-NMS trick; the offset's float32 rounding
+// changes IoUs slightly for high classes, and a per-class NMS on raw boxes would not reproduce
+// that); then the first max_det survivors. For speed, boxes are only compared within their class
+// when the coordinates prove that offset boxes of different classes cannot intersect (IoU 0); with
+// huge boxes they can, and then every pair is compared, as YOLOv5 does. Ties in score keep
+// candidate order (stable sort). Inputs are processed in float32 on the CPU.
+//
+// YOLOv5 also gives up on the remaining images of a batch once 0.5 + 0.05*bs seconds have passed.
+// That makes results depend on machine speed and load, so here it is off unless asked for.
+#pragma once
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace kestrel {
+
+struct NmsOptions {
+  double conf_thres = 0.25;
+  double iou_thres = 0.45;
+  std::vector<int> classes;  // keep only these classes; empty keeps all
+  bool agnostic = false;     // suppress across classes
+  bool multi_label = false;  // one candidate per class above conf_thres (ignored when nc == 1)
+  int max_det = 300;
+  int max_nms = 30000;       // candidates kept (highest scores) before suppression
+  bool time_limit = false;   // YOLOv5's speed-dependent abort (see above)
+};
+
+// val.py's settings (conf 0.001, IoU 0.6, multi-label, 300 detections).
+NmsOptions val_nms_options();
+
+// prediction: [bs, N, 5+nc] decoded model output (x, y, w, h in pixels, obj, class scores).
+// Returns per image a float32 [k,6] tensor (x1, y1, x2, y2, conf, cls), highest conf first, on
+// prediction's device.
+std::vector<torch::Tensor> non_max_suppression(const torch::Tensor& prediction,
+                                               const NmsOptions& options);
+
+}  // namespace kestrel

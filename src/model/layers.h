@@ -1,0 +1,156 @@
+// The building blocks of YOLOv5 (models/common.py, models/yolo.py Detect) as LibTorch modules.
+// Submodule names follow YOLOv5's attribute names so state-dict keys match one for one.
+#pragma once
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace kestrel {
+
+// A layer of the network's layer list: the model calls `run` with the outputs of the layers its
+// `from` names, in order.
+class LayerImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor run(torch::ArrayRef<torch::Tensor> inputs) = 0;
+};
+
+// Conv2d (no bias) + BatchNorm2d + SiLU, padding k/2. After fuse(): Conv2d with bias + SiLU.
+class ConvImpl : public LayerImpl {
+ public:
+  explicit ConvImpl(const ConvArgs& args);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+  // Folds the BatchNorm (running statistics) into the convolution and drops `bn`.
+  void fuse();
+  bool fused() const { return bn.is_empty(); }
+  bool has_act() const { return args_.act; }
+
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d bn{nullptr};
+
+ private:
+  ConvArgs args_;
+};
+TORCH_MODULE(Conv);
+
+// cv2(cv1(x)), plus x when shortcut and c1 == c2.
+class BottleneckImpl : public LayerImpl {
+ public:
+  explicit BottleneckImpl(const BottleneckArgs& args);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+
+  Conv cv1{nullptr}, cv2{nullptr};
+
+ private:
+  bool add_;
+};
+TORCH_MODULE(Bottleneck);
+
+// CSP bottleneck with 3 convolutions: cv3(cat(m(cv1(x)), cv2(x))).
+class C3Impl : public LayerImpl {
+ public:
+  explicit C3Impl(const C3Args& args);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+
+  Conv cv1{nullptr}, cv2{nullptr}, cv3{nullptr};
+  torch::nn::ModuleList m{nullptr};  // the Bottlenecks (Python: nn.Sequential)
+  std::vector<Bottleneck> bottlenecks;
+};
+TORCH_MODULE(C3);
+
+// Spatial pyramid pooling, fast: one k x k max-pool applied three times in sequence.
+class SPPFImpl : public LayerImpl {
+ public:
+  explicit SPPFImpl(const SPPFArgs& args);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+
+  Conv cv1{nullptr}, cv2{nullptr};
+  torch::nn::MaxPool2d m{nullptr};
+};
+TORCH_MODULE(SPPF);
+
+// Spatial pyramid pooling: parallel max-pools of several sizes.
+class SPPImpl : public LayerImpl {
+ public:
+  explicit SPPImpl(const SPPArgs& args);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+
+  Conv cv1{nullptr}, cv2{nullptr};
+  torch::nn::ModuleList m{nullptr};
+  std::vector<torch::nn::MaxPool2d> pools;
+};
+TORCH_MODULE(SPP);
+
+// Nearest-neighbour upsampling by a scale factor (nn.Upsample(None, s, 'nearest')).
+class UpsampleImpl : public LayerImpl {
+ public:
+  explicit UpsampleImpl(const UpsampleArgs& args) : scale_(args.scale) {}
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override;
+  double scale() const { return scale_; }
+
+ private:
+  double scale_;
+};
+TORCH_MODULE(Upsample);
+
+// Concatenation of its inputs along one dimension.
+class ConcatImpl : public LayerImpl {
+ public:
+  explicit ConcatImpl(const ConcatArgs& args) : dim_(args.dim) {}
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return torch::cat(in, dim_); }
+
+ private:
+  int64_t dim_;
+};
+TORCH_MODULE(Concat);
+
+// A layer repeated n times in sequence (Python's nn.Sequential for rows with number > 1 that
+// are not C3); children are named 0..n-1.
+class RepeatImpl : public LayerImpl {
+ public:
+  explicit RepeatImpl(std::vector<std::shared_ptr<LayerImpl>> layers);
+  torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override;
+  const std::vector<std::shared_ptr<LayerImpl>>& layers() const { return layers_; }
+
+ private:
+  std::vector<std::shared_ptr<LayerImpl>> layers_;
+};
+TORCH_MODULE(Repeat);
+
+// The detection head: one 1x1 conv (with bias) per level giving na*(nc+5) channels.
+class DetectImpl : public torch::nn::Module {
+ public:
+  explicit DetectImpl(const DetectArgs& args);
+  // Raw per-level outputs [bs, na, ny, nx, no] (logits), in training and eval alike.
+  std::vector<torch::Tensor> forward(torch::ArrayRef<torch::Tensor> inputs);
+  // Decoded predictions [bs, N, no]: xywh in input pixels, sigmoid obj and class scores; rows
+  // ordered level, anchor, gy, gx. Needs set_strides() first.
+  torch::Tensor decode(const std::vector<torch::Tensor>& raw) const;
+  // Called once the strides are known: check_anchor_order on the pixel anchors, then anchors to
+  // grid units (anchors /= stride).
+  void set_strides(const std::vector<double>& strides);
+  // YOLOv5's _initialize_biases (cf=None): objectness prior of 8 objects per 640 image, class
+  // prior 0.6/(nc-0.99).
+  void initialize_biases();
+
+  const std::vector<double>& strides() const { return strides_; }
+  int64_t nc, no, nl, na;
+  torch::Tensor anchors;  // buffer [nl, na, 2]: pixels until set_strides, then grid units
+  torch::nn::ModuleList m{nullptr};
+  std::vector<torch::nn::Conv2d> convs;
+
+ private:
+  std::vector<double> strides_;
+};
+TORCH_MODULE(Detect);
+
+// Builds the layer a resolved row describes (all but Detect); repeats > 1 gives a Repeat.
+std::shared_ptr<LayerImpl> make_layer(const LayerSpec& spec);
+
+}  // namespace kestrel

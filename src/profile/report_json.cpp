@@ -1,0 +1,82 @@
+// report.json and timeline.png.
+#include "profile/report_json.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace kestrel {
+
+namespace {
+
+void draw_chart(const std::string& path, const StageTotals& steps, const std::vector<SystemSample>& samples) {
+  const int W = 900, H = 420, left = 60, right = 20;
+  cv::Mat img(H, W, CV_8UC3, cv::Scalar(255, 255, 255));
+  const cv::Scalar colours[] = {{60, 60, 220}, {200, 160, 60}, {80, 170, 80}, {40, 140, 230},
+                                {160, 80, 160}, {120, 120, 120}, {0, 200, 200}, {200, 200, 0}};
+  // Stacked bar: share of step time per stage.
+  cv::putText(img, "share of step time", {left, 22}, cv::FONT_HERSHEY_SIMPLEX, 0.5, {0, 0, 0}, 1, cv::LINE_AA);
+  double x = left;
+  const double bar_w = W - left - right;
+  for (size_t s = 0; s < static_cast<size_t>(StepStage::validation); ++s) {
+    const double share = steps.share(static_cast<StepStage>(s));
+    const int x1 = static_cast<int>(x + share * bar_w);
+    cv::rectangle(img, {static_cast<int>(x), 30}, {x1, 60}, colours[s], cv::FILLED);
+    if (share > 0.06)
+      cv::putText(img, stage_name(static_cast<StepStage>(s)), {static_cast<int>(x) + 3, 50}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {255, 255, 255}, 1, cv::LINE_AA);
+    x = x1;
+  }
+  // Utilisation over time.
+  const int top = 100, bottom = H - 40;
+  cv::rectangle(img, {left, top}, {W - right, bottom}, {0, 0, 0}, 1);
+  cv::putText(img, "utilisation (cores busy / GPU %) over time", {left, top - 8}, cv::FONT_HERSHEY_SIMPLEX, 0.5, {0, 0, 0}, 1, cv::LINE_AA);
+  if (samples.size() >= 2) {
+    double max_cores = 1;
+    for (const auto& s : samples) max_cores = std::max(max_cores, s.process_cpu);
+    const double t_end = std::max(samples.back().t, 1e-6);
+    auto pt = [&](double t, double v, double vmax) {
+      return cv::Point(left + static_cast<int>(t / t_end * (W - left - right)), bottom - static_cast<int>(v / vmax * (bottom - top)));
+    };
+    struct Series { const char* name; double SystemSample::*field; double vmax; cv::Scalar colour; };
+    const Series series[] = {{"process CPU", &SystemSample::process_cpu, max_cores, {60, 60, 220}},
+                             {"loader threads", &SystemSample::loader_cpu, max_cores, {40, 140, 230}},
+                             {"compute threads", &SystemSample::compute_cpu, max_cores, {80, 170, 80}},
+                             {"GPU", &SystemSample::gpu_util, 1.0, {160, 80, 160}}};
+    int legend_x = left;
+    for (const auto& se : series) {
+      if (se.field == &SystemSample::gpu_util && !samples.front().has_gpu) continue;
+      for (size_t i = 1; i < samples.size(); ++i)
+        cv::line(img, pt(samples[i - 1].t, samples[i - 1].*se.field, se.vmax), pt(samples[i].t, samples[i].*se.field, se.vmax), se.colour, 2, cv::LINE_AA);
+      cv::putText(img, se.name, {legend_x, H - 15}, cv::FONT_HERSHEY_SIMPLEX, 0.45, se.colour, 1, cv::LINE_AA);
+      legend_x += 170;
+    }
+    cv::putText(img, cv::format("%.1f", max_cores), {5, top + 10}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
+    cv::putText(img, cv::format("%.0f s", t_end), {W - right - 50, bottom + 15}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
+  }
+  cv::imwrite(path, img);
+}
+
+}  // namespace
+
+void write_run_report(const std::string& json_path, const StageTotals& steps, const std::vector<SystemSample>& samples,
+                      const Verdict& verdict, const std::string& png_path) {
+  nlohmann::json j;
+  j["steps"] = steps.steps;
+  for (size_t s = 0; s < kNumStages; ++s) {
+    j["seconds"][stage_name(static_cast<StepStage>(s))] = steps.seconds[s];
+    if (s != static_cast<size_t>(StepStage::validation)) j["share"][stage_name(static_cast<StepStage>(s))] = steps.share(static_cast<StepStage>(s));
+  }
+  j["ms_per_step"] = steps.steps ? 1000 * steps.step_seconds() / steps.steps : 0;
+  j["verdict"] = {{"bound", bound_name(verdict.bound)}, {"summary", verdict.summary}, {"action", verdict.action}};
+  auto& series = j["samples"] = nlohmann::json::array();
+  for (const auto& s : samples)
+    series.push_back({{"t", s.t}, {"process_cpu", s.process_cpu}, {"machine_cpu", s.machine_cpu}, {"loader_cpu", s.loader_cpu},
+                      {"compute_cpu", s.compute_cpu}, {"rss_mb", s.rss_mb}, {"swap_used_mb", s.swap_used_mb},
+                      {"disk_read_mb_s", s.disk_read_mb_s}, {"gpu_util", s.gpu_util}, {"gpu_power_w", s.gpu_power_w},
+                      {"gpu_sm_clock_mhz", s.gpu_sm_clock_mhz}, {"gpu_temp_c", s.gpu_temp_c}});
+  std::ofstream(json_path) << j.dump(1) << "\n";
+  if (!png_path.empty()) draw_chart(png_path, steps, samples);
+}
+
+}  // namespace kestrel

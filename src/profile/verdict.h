@@ -1,0 +1,30 @@
+// The plain-words verdict: what limits a run and what to change, from the step timeline and the
+// system samples (the decision table of DESIGN.md: compute-, data-, I/O-, memory- or power-bound).
+#pragma once
+#include <string>
+
+#include "profile/system_sampler.h"
+#include "profile/timeline.h"
+
+namespace kestrel {
+
+enum class Bound { compute, data, io, memory, power };
+const char* bound_name(Bound b);
+
+struct VerdictInput {
+  StageTotals steps;             // timeline over the window judged
+  SystemSummary system;          // sampler summary over the same window
+  bool gpu = false;              // training on an accelerator
+  int loader_workers = 0;        // loader threads
+  std::string largest_loader_stage;  // e.g. "decode", from the loader's stage timers ("" if unknown)
+};
+
+struct Verdict {
+  Bound bound = Bound::compute;
+  std::string summary;  // one line: what limits the run, with the figure that shows it
+  std::string action;   // the next thing to try
+};
+
+Verdict judge(const VerdictInput& in);
+
+}  // namespace kestrel

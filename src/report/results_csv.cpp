@@ -1,0 +1,63 @@
+// results.csv writer with YOLOv5's column formats (see results_csv.h).
+#include "report/results_csv.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+namespace kestrel {
+namespace {
+
+// Python's '%20.5g' of a float; printf agrees except that it may print "-nan".
+void append_value(std::string& line, double v) {
+  char buf[64];
+  if (std::isnan(v))
+    std::snprintf(buf, sizeof buf, "%20s,", "nan");
+  else
+    std::snprintf(buf, sizeof buf, "%20.5g,", v);
+  line += buf;
+}
+
+// Joined with ',' and terminated by '\n' (YOLOv5 strips the trailing comma).
+std::string finish(std::string line) {
+  line.back() = '\n';
+  return line;
+}
+
+}  // namespace
+
+const std::array<const char*, ResultsCsv::kColumns> ResultsCsv::kKeys = {
+    "epoch",        "train/box_loss", "train/obj_loss", "train/cls_loss",       "metrics/precision",
+    "metrics/recall", "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
+    "val/cls_loss", "x/lr0",          "x/lr1",          "x/lr2"};
+
+std::string ResultsCsv::header_line() {
+  std::string line;
+  char buf[64];
+  for (const char* key : kKeys) {
+    std::snprintf(buf, sizeof buf, "%20s,", key);
+    line += buf;
+  }
+  return finish(std::move(line));
+}
+
+std::string ResultsCsv::row_line(int epoch, const EpochResults& r) {
+  std::string line;
+  append_value(line, epoch);
+  for (double v : r.train_loss) append_value(line, v);
+  for (double v : {r.precision, r.recall, r.map50, r.map50_95}) append_value(line, v);
+  for (double v : r.val_loss) append_value(line, v);
+  for (double v : r.lr) append_value(line, v);
+  return finish(std::move(line));
+}
+
+void ResultsCsv::append(int epoch, const EpochResults& r) const {
+  const std::string text = (std::filesystem::exists(path_) ? std::string() : header_line()) + row_line(epoch, r);
+  std::FILE* f = std::fopen(path_.c_str(), "a");
+  if (!f) throw std::runtime_error("cannot open " + path_ + " for appending");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + path_);
+}
+
+}  // namespace kestrel

@@ -1,0 +1,92 @@
+// YOLOv5 v7.0 warmup / LambdaLR / accumulate logic (see lr_schedule.h).
+#include "train/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace kestrel {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Python round() / numpy .round(): half to even (the default FE_TONEAREST mode).
+double round_half_even(double x) { return std::nearbyint(x); }
+
+// np.interp(x, [0, x1], [y0, y1]) with numpy's exact arithmetic: the end points are returned as
+// is, interior points as slope*(x - 0) + y0.
+double interp(double x, double x1, double y0, double y1) {
+  if (x <= 0) return y0;
+  if (x >= x1) return y1;
+  const double slope = (y1 - y0) / (x1 - 0.0);
+  return slope * (x - 0.0) + y0;
+}
+
+}  // namespace
+
+TrainSchedule::TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs)
+    : hyp_(hyp), epochs_(epochs), batch_size_(batch_size), nb_(nb), nbs_(nbs), cos_lr_(cos_lr) {
+  if (epochs <= 0 || batch_size <= 0 || nb <= 0 || nbs <= 0)
+    throw std::invalid_argument("TrainSchedule: epochs, batch size, batches and nbs must be positive");
+  nw_ = std::max(static_cast<int>(round_half_even(hyp.warmup_epochs * nb)), 100);
+  accumulate_ = nominal_accumulate(batch_size, nbs);
+  weight_decay_ = scaled_weight_decay(hyp.weight_decay, batch_size, nbs);
+}
+
+int TrainSchedule::nominal_accumulate(int batch_size, int nbs) {
+  return std::max(static_cast<int>(round_half_even(static_cast<double>(nbs) / batch_size)), 1);
+}
+
+double TrainSchedule::scaled_weight_decay(double weight_decay, int batch_size, int nbs) {
+  // Python evaluates batch_size * accumulate / nbs first (int product, then true division).
+  const int product = batch_size * nominal_accumulate(batch_size, nbs);
+  return weight_decay * (static_cast<double>(product) / nbs);
+}
+
+int TrainSchedule::warmup_accumulate(int ni, int nw, int batch_size, int nbs) {
+  const double a = interp(ni, nw, 1.0, static_cast<double>(nbs) / batch_size);
+  return std::max(1, static_cast<int>(round_half_even(a)));
+}
+
+double TrainSchedule::lf(double x) const {
+  if (cos_lr_) return ((1 - std::cos(x * kPi / epochs_)) / 2) * (hyp_.lrf - 1.0) + 1.0;
+  return (1 - x / epochs_) * (1.0 - hyp_.lrf) + hyp_.lrf;
+}
+
+TrainSchedule::Step TrainSchedule::values(int epoch, int i) const {
+  Step s;
+  const long long ni = static_cast<long long>(i) + static_cast<long long>(nb_) * epoch;
+  s.warmup = ni <= nw_;
+  if (s.warmup) {
+    // Warmup aims at initial_lr * lf(epoch) of the current epoch; group 0 (biases) falls from
+    // warmup_bias_lr, the others rise from 0.
+    const double target = hyp_.lr0 * lf(epoch);
+    for (int g = 0; g < 3; ++g) {
+      s.lr[g] = interp(static_cast<double>(ni), nw_, g == 0 ? hyp_.warmup_bias_lr : 0.0, target);
+      s.momentum[g] = interp(static_cast<double>(ni), nw_, hyp_.warmup_momentum, hyp_.momentum);
+    }
+    s.accumulate = warmup_accumulate(static_cast<int>(ni), nw_, batch_size_, nbs_);
+    return s;
+  }
+  // train.py resets scheduler.last_epoch to start_epoch - 1 after LambdaLR already stepped, so
+  // epoch e runs at lr0*lf(e-1). In the epoch where warmup ends, the last warmup assignment
+  // (lr0*lf(epoch) at ni == nw) stays in effect until the epoch's scheduler.step().
+  const bool warmup_ended_this_epoch = static_cast<long long>(nb_) * epoch <= nw_;
+  const double lr = hyp_.lr0 * lf(warmup_ended_this_epoch ? epoch : epoch - 1);
+  s.lr.fill(lr);
+  s.momentum.fill(hyp_.momentum);  // the value warmup ended on
+  s.accumulate = accumulate_;
+  return s;
+}
+
+TrainSchedule::Step TrainSchedule::batch(int epoch, int i) {
+  Step s = values(epoch, i);
+  const long long ni = static_cast<long long>(i) + static_cast<long long>(nb_) * epoch;
+  s.optimizer_step = ni - last_opt_step_ >= s.accumulate;
+  if (s.optimizer_step) last_opt_step_ = ni;
+  return s;
+}
+
+std::array<double, 3> TrainSchedule::epoch_end_lr(int epoch) const { return values(epoch, nb_ - 1).lr; }
+
+}  // namespace kestrel

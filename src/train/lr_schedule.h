@@ -1,0 +1,59 @@
+// YOLOv5 v7.0 train.py learning-rate recipe: nominal-batch accumulation, weight-decay scaling,
+// warmup (lr, momentum and accumulate interpolated over the first nw iterations), the linear or
+// one-cycle cosine LambdaLR schedule with train.py's off-by-one, and the optimizer-step decision.
+// Torch-free; the training loop asks it once per batch and applies the result to the optimizer.
+#pragma once
+#include <array>
+
+#include "data/hyp.h"
+
+namespace kestrel {
+
+class TrainSchedule {
+ public:
+  // Values for one batch. Groups are smart_optimizer's order [biases, decayed weights, BN weights].
+  struct Step {
+    std::array<double, 3> lr{};        // lr in effect for this batch, per group
+    std::array<double, 3> momentum{};  // SGD momentum per group (Adam/AdamW groups ignore it)
+    int accumulate = 1;                // batches whose gradients one optimizer step sums
+    bool optimizer_step = false;       // step (and zero grads) after this batch's backward
+    bool warmup = false;               // ni <= nw
+  };
+
+  // epochs: total epochs of the run (the schedule's length); nb: batches per epoch;
+  // cos_lr: one_cycle(1, lrf, epochs) instead of the linear ramp; nbs: nominal batch size.
+  TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs = 64);
+
+  // Call once per batch, in order (i = 0..nb-1 of each epoch). Decides the optimizer step from
+  // `ni - last_opt_step >= accumulate` and remembers the step. A schedule constructed for a resumed
+  // run starts with last_opt_step = -1, exactly as train.py does on --resume.
+  Step batch(int epoch, int i);
+
+  // lr per group at the end of `epoch` (what train.py logs to results.csv as x/lr0..2).
+  std::array<double, 3> epoch_end_lr(int epoch) const;
+
+  // The LambdaLR factor lf(x): (1 - x/epochs)(1 - lrf) + lrf, or the cosine one-cycle.
+  double lf(double x) const;
+
+  int warmup_iterations() const { return nw_; }       // nw = max(round(warmup_epochs*nb), 100)
+  int accumulate() const { return accumulate_; }      // outside warmup
+  double weight_decay() const { return weight_decay_; }  // hyp.weight_decay scaled (see below)
+
+  // max(round(nbs/batch_size), 1), Python (half-to-even) rounding: bs 128 -> 1.
+  static int nominal_accumulate(int batch_size, int nbs = 64);
+  // weight_decay * batch_size * nominal_accumulate / nbs, as train.py rescales hyp['weight_decay'].
+  static double scaled_weight_decay(double weight_decay, int batch_size, int nbs = 64);
+  // max(1, round_half_even(np.interp(ni, [0, nw], [1, nbs/batch_size]))).
+  static int warmup_accumulate(int ni, int nw, int batch_size, int nbs = 64);
+
+ private:
+  Step values(int epoch, int i) const;  // everything but optimizer_step
+
+  Hyp hyp_;
+  int epochs_, batch_size_, nb_, nbs_, nw_, accumulate_;
+  bool cos_lr_;
+  double weight_decay_;
+  long long last_opt_step_ = -1;
+};
+
+}  // namespace kestrel

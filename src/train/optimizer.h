@@ -1,0 +1,49 @@
+// YOLOv5 v7.0 smart_optimizer: three parameter groups [biases (no decay), other weights (decay),
+// normalization-layer weights (no decay)] for SGD (Nesterov), Adam or AdamW, plus the per-batch
+// lr/momentum setter the warmup needs.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/lr_schedule.h"
+
+namespace kestrel {
+
+enum class OptimizerKind { SGD, Adam, AdamW };
+
+// "SGD", "Adam" or "AdamW" (train.py's --optimizer choices); throws std::invalid_argument.
+OptimizerKind parse_optimizer_kind(const std::string& name);
+
+// The model's parameters split as smart_optimizer does, walking every module's own parameters:
+// a parameter named "bias" -> biases; "weight" of a normalization layer (BatchNorm, GroupNorm,
+// LayerNorm, InstanceNorm, LocalResponseNorm) -> norm_weights; anything else -> decayed.
+// Frozen parameters (requires_grad == false) are kept, as YOLOv5 keeps them: they never get a
+// gradient, so the optimizer skips them.
+struct ParamGroups {
+  std::vector<torch::Tensor> biases, decayed, norm_weights;
+};
+ParamGroups split_param_groups(const torch::nn::Module& model);
+
+// Optimizer with param_groups() ordered [0: biases, 1: decayed weights, 2: norm weights], every
+// group starting at lr. SGD: momentum, nesterov, weight decay only in group 1. Adam/AdamW:
+// betas (momentum, 0.999), weight decay only in group 1. `decay` is the already scaled weight
+// decay (TrainSchedule::weight_decay()).
+std::unique_ptr<torch::optim::Optimizer> smart_optimizer(const torch::nn::Module& model, OptimizerKind kind,
+                                                         double lr, double momentum, double decay);
+
+// Sets one group's lr and, for SGD, its momentum. Adam/AdamW groups have no 'momentum' key in
+// YOLOv5, so its warmup leaves their betas alone; momentum is ignored for them likewise.
+void set_group_lr_momentum(torch::optim::Optimizer& optimizer, int group, double lr,
+                           std::optional<double> momentum);
+
+// Applies a TrainSchedule::Step's lr and momentum to all three groups (call once per batch).
+void apply_schedule_step(torch::optim::Optimizer& optimizer, const TrainSchedule::Step& step);
+
+// Current lr of each group, e.g. for results.csv.
+std::vector<double> group_lrs(const torch::optim::Optimizer& optimizer);
+
+}  // namespace kestrel

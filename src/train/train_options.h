@@ -1,0 +1,48 @@
+// Options of `kestrel train`, named after YOLOv5 train.py's flags. Stored in every checkpoint as
+// JSON so that --resume continues the same run with the same settings.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kestrel {
+
+struct TrainOptions {
+  std::string weights;          // initial weights: YOLOv5 .pt or a Kestrel checkpoint ("" = from scratch)
+  std::string cfg;              // model yaml (file or built-in name); optional when weights carry one
+  std::string data;             // data.yaml ("" = the built-in demo dataset)
+  std::string hyp;              // hyp.yaml ("" = hyp.scratch-low defaults)
+  int epochs = 100;
+  int batch_size = 16;
+  int img_size = 640;
+  bool rect = false;
+  std::string resume;           // "" = new run; a last.pt path, or "auto" for the most recent run
+  bool nosave = false;          // only save the final checkpoint
+  bool noval = false;           // only validate the final epoch
+  bool noplots = false;
+  std::string cache = "none";   // none | ram | disk
+  std::string device = "cpu";   // cpu | cuda | cuda:N | N
+  bool multi_scale = false;
+  bool single_cls = false;
+  std::string optimizer = "SGD";
+  int workers = -1;             // loader threads; -1 = chosen from the core count
+  int prefetch = 4;             // batches prepared ahead
+  std::string project = "runs/train";
+  std::string name = "exp";
+  bool exist_ok = false;
+  bool cos_lr = false;
+  double label_smoothing = 0.0;
+  int patience = 100;
+  std::vector<int> freeze = {0};
+  int save_period = -1;
+  int seed = 0;
+  int close_mosaic = 0;         // turn mosaic off for the last N epochs
+  int val_period = 1;           // validate every N epochs (the last epoch always)
+  bool progress = true;         // progress bars
+  int max_steps = 0;            // stop after this many steps in all (kestrel profile); 0 = no limit
+};
+
+void to_json(nlohmann::json& j, const TrainOptions& o);
+void from_json(const nlohmann::json& j, TrainOptions& o);
+
+}  // namespace kestrel

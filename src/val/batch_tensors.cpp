@@ -1,0 +1,21 @@
+// Batch -> tensors.
+#include "val/batch_tensors.h"
+
+namespace kestrel {
+
+torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half) {
+  // from_blob does not copy; the first .to() below makes the copy, so the loader may reuse its
+  // buffer as soon as this returns.
+  torch::Tensor u8 = torch::from_blob(const_cast<uint8_t*>(batch.pixels.data()), {batch.n, 3, batch.h, batch.w}, torch::kUInt8);
+  if (device.is_cuda()) u8 = u8.to(device, /*non_blocking=*/false);
+  torch::Tensor x = u8.to(half ? torch::kHalf : torch::kFloat32);
+  return x.div_(255.0f);
+}
+
+torch::Tensor batch_targets(const Batch& batch, const torch::Device& device) {
+  const int64_t n = static_cast<int64_t>(batch.num_labels());
+  torch::Tensor t = torch::from_blob(const_cast<float*>(batch.labels.data()), {n, 6}, torch::kFloat32).clone();
+  return device.is_cpu() ? t : t.to(device);
+}
+
+}  // namespace kestrel

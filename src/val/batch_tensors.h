@@ -1,0 +1,15 @@
+// The one seam between the torch-free loader and LibTorch: a loader Batch as tensors on a device.
+// Pixels travel as uint8 and are normalised on the device (4x less to copy than float).
+#pragma once
+#include <torch/torch.h>
+
+#include "data/types.h"
+
+namespace kestrel {
+
+// [n,3,h,w] float (or half) in 0..1 on `device`. On CPU this is one fused convert-and-scale pass.
+torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half = false);
+// [labels,6] float32 (image index, class, x, y, w, h normalized) on `device`.
+torch::Tensor batch_targets(const Batch& batch, const torch::Device& device);
+
+}  // namespace kestrel

@@ -1,0 +1,105 @@
+// Validation loop (val.py semantics) over the persistent rect loader.
+#include "val/validator.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "eval/nms.h"
+#include "report/progress_bar.h"
+#include "val/batch_tensors.h"
+
+namespace kestrel {
+
+namespace {
+LoaderOptions val_loader_options(const ValOptions& o) {
+  LoaderOptions l;
+  l.img_size = o.img_size;
+  l.batch_size = o.batch_size;
+  l.workers = o.workers;
+  l.augment = false;
+  l.rect = true;
+  l.shuffle = false;
+  l.use_mosaic = false;
+  l.pad = 0.5;
+  l.cache = o.cache;
+  return l;
+}
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+Validator::Validator(std::vector<ImageRecord> records, std::vector<std::string> names, ValOptions options)
+    : names_(std::move(names)), options_(options), loader_(std::move(records), val_loader_options(options)) {}
+
+ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool was_training = model.is_training();
+  model.eval();
+  torch::NoGradGuard no_grad;
+
+  NmsOptions nms = val_nms_options();
+  nms.conf_thres = options_.conf_thres;
+  nms.iou_thres = options_.iou_thres;
+  nms.max_det = options_.max_det;
+  nms.agnostic = options_.single_cls;
+  const torch::Tensor iouv = iou_thresholds();
+
+  ValStats stats;
+  ValResult result;
+  torch::Tensor loss_sum = torch::zeros({3});
+  double t_pre = 0, t_inf = 0, t_nms = 0;
+  ProgressBar bar(static_cast<int64_t>(loader_.batches_per_epoch()), stdout, {},
+                  options_.progress ? std::nullopt : std::optional<bool>(false));
+  bar.set_description("            Validating");
+  loader_.start_epoch(0);
+  size_t nbatches = 0;
+  while (const Batch* batch = loader_.next()) {
+    auto t0 = std::chrono::steady_clock::now();
+    const torch::Tensor images = batch_images(*batch, device, options_.half);
+    const torch::Tensor targets = batch_targets(*batch, device);
+    t_pre += since(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    const std::vector<torch::Tensor> raw = model.forward(images);
+    torch::Tensor decoded = model.decode(raw);
+    if (loss) loss_sum += loss(raw, targets).to(torch::kCPU);
+    t_inf += since(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    const std::vector<torch::Tensor> preds = non_max_suppression(decoded.to(torch::kFloat32), nms);
+    t_nms += since(t0);
+
+    const torch::Tensor cpu_targets = targets.to(torch::kCPU);
+    const torch::Tensor image_index = cpu_targets.select(1, 0);
+    for (int si = 0; si < batch->n; ++si) {
+      const torch::Tensor labels = cpu_targets.index({image_index == si}).slice(1, 1, 6);
+      stats.add_image(preds[si].to(torch::kCPU), labels, batch->h, batch->w, batch->shapes[si], iouv, options_.single_cls);
+    }
+    ++nbatches;
+    bar.update(1);
+  }
+  bar.close();
+  result.metrics = stats.compute(static_cast<int>(names_.size()));
+  const double n = std::max<double>(1, static_cast<double>(stats.seen));
+  result.ms_pre = 1000 * t_pre / n;
+  result.ms_inference = 1000 * t_inf / n;
+  result.ms_nms = 1000 * t_nms / n;
+  if (nbatches) {
+    loss_sum /= static_cast<double>(nbatches);
+    for (int i = 0; i < 3; ++i) result.loss[i] = loss_sum[i].item<double>();
+  }
+  result.seconds = since(start);
+  if (was_training) model.train();
+  return result;
+}
+
+std::string format_val_speed(const ValResult& r, int img_size, int batch_size) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "Speed: %.1fms pre-process, %.1fms inference, %.1fms NMS per image at shape (%d, 3, %d, %d); %.1f s in all",
+                r.ms_pre, r.ms_inference, r.ms_nms, batch_size, img_size, img_size, r.seconds);
+  return buf;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,59 @@
+// Validation as val.py runs it: rectangular letterboxed batches (pad 0.5), the model's decoded
+// output, NMS (conf 0.001, IoU 0.6, multi-label, 300 detections), matching at ten IoU thresholds,
+// AP per class; optionally the validation loss on the raw outputs. The loader (and its threads)
+// persists across calls, so validating every epoch costs no start-up.
+#pragma once
+#include <torch/torch.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "eval/metrics.h"
+#include "model/detection_model.h"
+
+namespace kestrel {
+
+struct ValOptions {
+  int img_size = 640;
+  int batch_size = 32;
+  int workers = 2;
+  double conf_thres = 0.001, iou_thres = 0.6;
+  int max_det = 300;
+  bool single_cls = false;
+  bool half = false;            // fp16 inference (CUDA only)
+  bool progress = true;         // progress bar while validating
+  CacheMode cache = CacheMode::none;
+};
+
+struct ValResult {
+  ValMetrics metrics;
+  std::array<double, 3> loss{};  // mean box/obj/cls validation loss (zeros when no loss given)
+  double seconds = 0;            // wall time of the whole pass
+  double ms_pre = 0, ms_inference = 0, ms_nms = 0;  // per image, as val.py's "Speed:" line
+};
+
+// (raw per-level outputs, targets [n,6]) -> detached [lbox, lobj, lcls].
+using ValLossFn = std::function<torch::Tensor(const std::vector<torch::Tensor>&, const torch::Tensor&)>;
+
+class Validator {
+ public:
+  Validator(std::vector<ImageRecord> records, std::vector<std::string> names, ValOptions options);
+  // Runs one pass over the validation set with `model` (put in eval mode for the pass and restored).
+  ValResult run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss = nullptr);
+  size_t images() const { return loader_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  ValOptions options_;
+  Loader loader_;
+};
+
+// The "Speed: ..." line val.py prints.
+std::string format_val_speed(const ValResult& r, int img_size, int batch_size);
+
+}  // namespace kestrel

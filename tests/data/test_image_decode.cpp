@@ -1,0 +1,281 @@
+// decode_image / load_image_resized / read_image_header: pixels identical to cv::imread (what YOLOv5 uses)
+// for JPEG, PNG (gray, RGBA, 16-bit), EXIF-rotated and truncated JPEGs; decode-time scaling; errors.
+#include <turbojpeg.h>
+
+#include <filesystem>
+
+#include "data/image_decode.h"
+#include "image_fixtures.h"
+#include "test_support.h"
+
+namespace kestrel {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Bytes;
+using test::encode;
+using test::test_picture;
+using test::with_exif;
+
+double max_diff(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return 1e9;
+  return cv::norm(a, b, cv::NORM_INF);
+}
+
+class ImageDecodeFiles : public ::testing::Test {
+ protected:
+  std::string dir = test::temp_dir("decode");
+  std::string file(const std::string& name, const Bytes& bytes) {
+    const std::string p = dir + "/" + name;
+    test::write_bytes(p, bytes);
+    return p;
+  }
+};
+
+TEST(ImageDecode, Coco128JpegsMatchCvImreadExactly) {
+  KESTREL_REQUIRE_SHARED(root, "data/coco128/images/train2017");
+  // 000000000086 is the grayscale one.
+  for (const char* name : {"000000000009.jpg", "000000000086.jpg", "000000000250.jpg", "000000000650.jpg"}) {
+    const std::string path = root + "/" + name;
+    SCOPED_TRACE(path);
+    const cv::Mat expected = cv::imread(path, cv::IMREAD_COLOR);
+    ASSERT_FALSE(expected.empty());
+    const cv::Mat got = decode_image(path);
+    EXPECT_EQ(max_diff(got, expected), 0.0);
+    int w = 0, h = 0;
+    ASSERT_TRUE(read_image_size(path, &w, &h));
+    EXPECT_EQ(w, expected.cols);
+    EXPECT_EQ(h, expected.rows);
+  }
+}
+
+TEST(ImageDecode, DecodeTimeScalingPicksTheStrongestFactorThatKeepsTheLongSide) {
+  KESTREL_REQUIRE_SHARED(path, "data/coco128/images/train2017/000000000009.jpg");  // 640x480
+  const cv::Mat full = decode_image(path);
+  ASSERT_EQ(full.size(), cv::Size(640, 480));
+  EXPECT_EQ(decode_image(path, 320).size(), cv::Size(320, 240));
+  EXPECT_EQ(decode_image(path, 160).size(), cv::Size(160, 120));
+  EXPECT_EQ(decode_image(path, 100).size(), cv::Size(160, 120));  // 1/8 would give 80 < 100
+  EXPECT_EQ(decode_image(path, 80).size(), cv::Size(80, 60));
+  EXPECT_EQ(decode_image(path, 321).size(), cv::Size(640, 480));  // 1/2 would be too small
+  cv::Mat area;
+  cv::resize(full, area, {320, 240}, 0, 0, cv::INTER_AREA);
+  cv::Mat diff;
+  cv::absdiff(decode_image(path, 320), area, diff);
+  EXPECT_LT(cv::mean(diff)[0], 4.0);  // a scaled IDCT is close to, not equal to, an area resize
+}
+
+TEST(ImageDecode, LoadImageResizedFollowsYolov5) {
+  KESTREL_REQUIRE_SHARED(path, "data/coco128/images/train2017/000000000025.jpg");
+  const cv::Mat full = cv::imread(path, cv::IMREAD_COLOR);
+  const int h0 = full.rows, w0 = full.cols;
+  for (int img_size : {320, 416, 640, 1000}) {
+    for (bool augment : {false, true}) {
+      SCOPED_TRACE(std::to_string(img_size) + (augment ? " augment" : ""));
+      const double r = static_cast<double>(img_size) / std::max(h0, w0);
+      const cv::Size size(static_cast<int>(w0 * r), static_cast<int>(h0 * r));
+      cv::Mat expected = full;
+      if (r != 1) cv::resize(full, expected, size, 0, 0, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
+      int oh = 0, ow = 0;
+      const cv::Mat exact = load_image_resized(path, img_size, augment, &oh, &ow, /*decode_scaling=*/false);
+      EXPECT_EQ(oh, h0);
+      EXPECT_EQ(ow, w0);
+      EXPECT_EQ(max_diff(exact, expected), 0.0);
+      const cv::Mat fast = load_image_resized(path, img_size, augment, &oh, &ow);
+      EXPECT_EQ(oh, h0);
+      EXPECT_EQ(ow, w0);
+      ASSERT_EQ(fast.size(), size);
+      cv::Mat diff;
+      cv::absdiff(fast, expected, diff);
+      EXPECT_LT(cv::mean(diff)[0], 6.0);
+    }
+  }
+}
+
+TEST(ImageDecode, LoadImageResizedResultsDoNotShareBuffers) {
+  KESTREL_REQUIRE_SHARED(root, "data/coco128/images/train2017");
+  const std::string a = root + "/000000000009.jpg", b = root + "/000000000025.jpg";  // both 640 wide
+  int h = 0, w = 0;
+  const cv::Mat first = load_image_resized(a, 640, false, &h, &w);  // r == 1: no resize
+  const cv::Mat second = load_image_resized(b, 640, false, &h, &w);
+  const cv::Mat third = load_image_resized(a, 320, false, &h, &w);
+  EXPECT_NE(first.data, second.data);
+  EXPECT_EQ(max_diff(first, cv::imread(a, cv::IMREAD_COLOR)), 0.0);
+  EXPECT_EQ(max_diff(second, cv::imread(b, cv::IMREAD_COLOR)), 0.0);
+  EXPECT_EQ(third.size(), cv::Size(320, 240));
+}
+
+TEST_F(ImageDecodeFiles, ExifOrientationMatchesCvImreadForAllEightValues) {
+  const cv::Mat picture = test_picture(48, 80);
+  const Bytes jpeg = encode(".jpg", picture, {cv::IMWRITE_JPEG_QUALITY, 95});
+  const cv::Mat upright = decode_image(file("plain.jpg", jpeg));
+  for (bool big_endian : {false, true}) {
+    for (int orientation = 1; orientation <= 8; ++orientation) {
+      SCOPED_TRACE("orientation " + std::to_string(orientation) + (big_endian ? " MM" : " II"));
+      const Bytes bytes = with_exif(jpeg, orientation, big_endian);
+      EXPECT_EQ(jpeg_exif_orientation(bytes.data(), bytes.size()), orientation);
+      const std::string path = file("o" + std::to_string(orientation) + (big_endian ? "m" : "i") + ".jpg", bytes);
+      const cv::Mat got = decode_image(path);
+      EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);
+      const bool swapped = orientation >= 5;
+      EXPECT_EQ(got.cols, swapped ? 48 : 80);
+      ImageHeader header;
+      ASSERT_TRUE(read_image_header(path, &header));
+      EXPECT_EQ(header.orientation, orientation);
+      EXPECT_EQ(header.width, got.cols);
+      EXPECT_EQ(header.height, got.rows);
+      EXPECT_FALSE(header.jpeg_missing_eoi);
+    }
+  }
+  // Orientation 6 means "rotate 90 degrees clockwise to view".
+  cv::Mat cw;
+  cv::rotate(upright, cw, cv::ROTATE_90_CLOCKWISE);
+  EXPECT_EQ(max_diff(decode_image(dir + "/o6i.jpg"), cw), 0.0);
+  // Scaled decode is oriented too, and load_image_resized reports the oriented original size.
+  int oh = 0, ow = 0;
+  const cv::Mat small = load_image_resized(dir + "/o6i.jpg", 40, false, &oh, &ow);
+  EXPECT_EQ(oh, 80);
+  EXPECT_EQ(ow, 48);
+  EXPECT_EQ(small.size(), cv::Size(24, 40));
+}
+
+TEST_F(ImageDecodeFiles, MalformedExifIsIgnored) {
+  const Bytes jpeg = encode(".jpg", test_picture(32, 32));
+  Bytes bytes = with_exif(jpeg, 6, false);
+  bytes[2 + 4 + 6 + 4] = 0xFF;  // IFD0 offset now points far outside the segment
+  EXPECT_EQ(jpeg_exif_orientation(bytes.data(), bytes.size()), 1);
+  const Bytes cut(bytes.begin(), bytes.begin() + 20);  // header cut inside the Exif segment
+  EXPECT_EQ(jpeg_exif_orientation(cut.data(), cut.size()), 1);
+  EXPECT_EQ(decode_image(file("badexif.jpg", bytes)).size(), cv::Size(32, 32));
+}
+
+TEST_F(ImageDecodeFiles, PngGrayRgbaAnd16BitMatchCvImread) {
+  const cv::Mat picture = test_picture(30, 40);
+  cv::Mat gray, rgba, deep;
+  cv::cvtColor(picture, gray, cv::COLOR_BGR2GRAY);
+  cv::cvtColor(picture, rgba, cv::COLOR_BGR2BGRA);
+  for (int y = 0; y < rgba.rows; ++y) rgba.at<cv::Vec4b>(y, 3)[3] = static_cast<uchar>(y * 8);  // some alpha
+  picture.convertTo(deep, CV_16UC3, 257.0);
+  deep.at<cv::Vec3w>(0, 0) = cv::Vec3w(0x12ff, 0x3480, 0xffff);  // low bytes that rounding would notice
+  for (const auto& [name, img] : {std::pair<std::string, cv::Mat>{"gray.png", gray}, {"rgba.png", rgba},
+                                  {"deep.png", deep}}) {
+    SCOPED_TRACE(name);
+    const std::string path = file(name, encode(".png", img));
+    const cv::Mat got = decode_image(path);
+    EXPECT_EQ(got.type(), CV_8UC3);
+    EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);
+    int w = 0, h = 0;
+    ASSERT_TRUE(read_image_size(path, &w, &h));
+    EXPECT_EQ(cv::Size(w, h), cv::Size(40, 30));
+  }
+  // What IMREAD_COLOR does with 16 bits: the high byte (libpng strip_16), and BGR order kept.
+  const cv::Vec3b px = decode_image(dir + "/deep.png").at<cv::Vec3b>(0, 0);
+  EXPECT_EQ(px, cv::Vec3b(0x12, 0x34, 0xff));
+  cv::Mat rgb3;
+  cv::cvtColor(rgba, rgb3, cv::COLOR_BGRA2BGR);
+  EXPECT_EQ(max_diff(decode_image(dir + "/rgba.png"), rgb3), 0.0);  // alpha dropped, not blended
+}
+
+TEST_F(ImageDecodeFiles, FormatComesFromContentNotExtension) {
+  const cv::Mat picture = test_picture(24, 36);
+  const std::string png_as_jpg = file("really_png.jpg", encode(".png", picture));
+  EXPECT_EQ(max_diff(decode_image(png_as_jpg), picture), 0.0);  // PNG is lossless
+  const std::string jpg_as_png = file("really_jpg.png", encode(".jpg", picture));
+  EXPECT_EQ(max_diff(decode_image(jpg_as_png), cv::imread(jpg_as_png, cv::IMREAD_COLOR)), 0.0);
+  ImageHeader header;
+  ASSERT_TRUE(read_image_header(png_as_jpg, &header));
+  EXPECT_EQ(header.format, ImageFormat::png);
+  ASSERT_TRUE(read_image_header(jpg_as_png, &header));
+  EXPECT_EQ(header.format, ImageFormat::jpeg);
+}
+
+TEST_F(ImageDecodeFiles, HeaderSizesOfOtherFormats) {
+  const cv::Mat picture = test_picture(21, 34);
+  for (const char* ext : {".bmp", ".webp", ".tiff"}) {
+    SCOPED_TRACE(ext);
+    Bytes bytes;
+    if (!cv::imencode(ext, picture, bytes)) continue;  // codec not built in
+    const std::string path = file(std::string("pic") + ext, bytes);
+    int w = 0, h = 0;
+    ASSERT_TRUE(read_image_size(path, &w, &h));
+    EXPECT_EQ(cv::Size(w, h), picture.size());
+    EXPECT_EQ(max_diff(decode_image(path), cv::imread(path, cv::IMREAD_COLOR)), 0.0);
+  }
+  // Lossless WebP (VP8L) header too.
+  Bytes lossless;
+  if (cv::imencode(".webp", picture, lossless, {cv::IMWRITE_WEBP_QUALITY, 101})) {
+    int w = 0, h = 0;
+    ASSERT_TRUE(read_image_size(file("lossless.webp", lossless), &w, &h));
+    EXPECT_EQ(cv::Size(w, h), picture.size());
+  }
+}
+
+TEST_F(ImageDecodeFiles, CmykJpegFallsBackToOpenCv) {
+  const int w = 32, h = 24;
+  std::vector<unsigned char> cmyk(static_cast<size_t>(w) * h * 4);
+  for (size_t i = 0; i < cmyk.size(); ++i) cmyk[i] = static_cast<unsigned char>((i * 37) % 251);
+  tjhandle tj = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(tj, cmyk.data(), w, 0, h, TJPF_CMYK, &jpeg, &size, TJSAMP_444, 90, 0), 0);
+  const std::string path = file("cmyk.jpg", Bytes(jpeg, jpeg + size));
+  tjFree(jpeg);
+  tjDestroy(tj);
+  const cv::Mat got = decode_image(path);
+  EXPECT_EQ(got.type(), CV_8UC3);
+  EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);
+}
+
+TEST_F(ImageDecodeFiles, TruncatedJpegDecodesWithAWarning) {
+  const Bytes jpeg = encode(".jpg", test_picture(64, 64));
+  const std::string no_eoi = file("no_eoi.jpg", Bytes(jpeg.begin(), jpeg.end() - 2));
+  const std::string half = file("half.jpg", Bytes(jpeg.begin(), jpeg.begin() + jpeg.size() / 2));
+  for (const std::string& path : {no_eoi, half}) {
+    SCOPED_TRACE(path);
+    std::string warning;
+    const cv::Mat got = decode_image(path, 0, &warning);
+    EXPECT_EQ(got.size(), cv::Size(64, 64));
+    EXPECT_NE(warning.find(path), std::string::npos) << warning;
+    EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);  // libjpeg's fill, as cv2.imread
+    ImageHeader header;
+    ASSERT_TRUE(read_image_header(path, &header));
+    EXPECT_TRUE(header.jpeg_missing_eoi);
+  }
+  std::string warning = "stale";
+  decode_image(file("whole.jpg", jpeg), 0, &warning);
+  EXPECT_TRUE(warning.empty());
+}
+
+TEST_F(ImageDecodeFiles, UnreadableFilesThrowNamingTheFile) {
+  const std::string empty = file("empty.jpg", {});
+  const std::string garbage = file("garbage.png", Bytes(100, 0x42));
+  const Bytes jpeg = encode(".jpg", test_picture(16, 16));
+  const std::string header_only = file("cut_header.jpg", Bytes(jpeg.begin(), jpeg.begin() + 30));
+  const std::string missing = dir + "/missing.jpg";
+  for (const std::string& path : {empty, garbage, header_only, missing}) {
+    SCOPED_TRACE(path);
+    try {
+      decode_image(path);
+      ADD_FAILURE() << "no exception";
+    } catch (const ImageError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+    int w = 0, h = 0;
+    EXPECT_FALSE(read_image_size(path, &w, &h));
+  }
+}
+
+TEST_F(ImageDecodeFiles, DecodeIntoReusesTheBuffer) {
+  const std::string path = file("pic.jpg", encode(".jpg", test_picture(40, 50)));
+  cv::Mat out;
+  int fw = 0, fh = 0;
+  decode_image_into(path, 0, out, &fw, &fh);
+  const uchar* buffer = out.data;
+  decode_image_into(path, 0, out, &fw, &fh);
+  EXPECT_EQ(out.data, buffer);
+  EXPECT_EQ(fw, 50);
+  EXPECT_EQ(fh, 40);
+}
+
+}  // namespace
+}  // namespace kestrel

@@ -1,0 +1,50 @@
+// Verdict decision table on constructed inputs (the end-to-end verdict tests run real trainings).
+#include <gtest/gtest.h>
+
+#include "profile/verdict.h"
+
+using namespace kestrel;
+
+namespace {
+VerdictInput input(double wait_share, double machine_cpu, double loader_cpu, int workers) {
+  VerdictInput in;
+  in.steps.seconds[static_cast<size_t>(StepStage::data_wait)] = wait_share;
+  in.steps.seconds[static_cast<size_t>(StepStage::forward)] = 1 - wait_share;
+  in.steps.steps = 1;
+  in.system.samples = 1;
+  in.system.machine_cpu = machine_cpu;
+  in.system.loader_cpu = loader_cpu;
+  in.loader_workers = workers;
+  in.largest_loader_stage = "decode";
+  return in;
+}
+}  // namespace
+
+TEST(Verdict, SmallDataWaitIsComputeBound) { EXPECT_EQ(judge(input(0.01, 1.0, 0.2, 2)).bound, Bound::compute); }
+
+TEST(Verdict, WaitingWithBusyLoaderIsDataBoundAndNamesTheStage) {
+  const Verdict v = judge(input(0.4, 0.95, 1.8, 2));
+  EXPECT_EQ(v.bound, Bound::data);
+  EXPECT_NE(v.summary.find("decode"), std::string::npos);
+  EXPECT_NE(v.summary.find("40%"), std::string::npos);
+}
+
+TEST(Verdict, WaitingWithIdleCpusIsIoBound) { EXPECT_EQ(judge(input(0.4, 0.2, 0.1, 2)).bound, Bound::io); }
+
+TEST(Verdict, SwapIsMemoryBound) {
+  VerdictInput in = input(0.01, 0.5, 0.5, 2);
+  in.system.swap_used_mb_max = 500;
+  EXPECT_EQ(judge(in).bound, Bound::memory);
+}
+
+TEST(Verdict, GpuRules) {
+  VerdictInput in = input(0.3, 0.9, 1.9, 2);
+  in.gpu = true;
+  in.system.has_gpu = true;
+  in.system.gpu_util = 0.95;
+  EXPECT_EQ(judge(in).bound, Bound::compute);
+  in.system.gpu_util = 0.4;
+  EXPECT_EQ(judge(in).bound, Bound::data);
+  in.system.gpu_throttled = true;
+  EXPECT_EQ(judge(in).bound, Bound::power);
+}

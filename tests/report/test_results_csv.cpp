@@ -1,0 +1,65 @@
+// results.csv: YOLOv5's exact header and '%20.5g' rows (strings produced by Python's % operator),
+// header written once, rows appended.
+#include <fstream>
+#include <limits>
+
+#include "report/results_csv.h"
+#include "test_support.h"
+
+namespace kestrel {
+namespace {
+
+const char* kHeader =
+    "               epoch,      train/box_loss,      train/obj_loss,      train/cls_loss,   metrics/precision,"
+    "      metrics/recall,     metrics/mAP_0.5,metrics/mAP_0.5:0.95,        val/box_loss,        val/obj_loss,"
+    "        val/cls_loss,               x/lr0,               x/lr1,               x/lr2\n";
+
+EpochResults sample() {
+  EpochResults r;
+  r.train_loss = {0.10717, 0.047519, 0.027632};
+  r.precision = 0.70001;
+  r.recall = 0.61234;
+  r.map50 = 0.6789012;
+  r.map50_95 = 0.45678901;
+  r.val_loss = {0.038913, 0.028462, 0.011839};
+  r.lr = {0.0937, 0.0007, 0.0007};
+  return r;
+}
+
+const char* kSampleRow =
+    "                   3,             0.10717,            0.047519,            0.027632,             0.70001,"
+    "             0.61234,              0.6789,             0.45679,            0.038913,            0.028462,"
+    "            0.011839,              0.0937,              0.0007,              0.0007\n";
+
+TEST(ResultsCsv, HeaderMatchesYolov5) { EXPECT_EQ(ResultsCsv::header_line(), kHeader); }
+
+TEST(ResultsCsv, RowFormatMatchesPython) {
+  EXPECT_EQ(ResultsCsv::row_line(3, sample()), kSampleRow);
+  const double inf = std::numeric_limits<double>::infinity();
+  EpochResults odd;
+  odd.train_loss = {-std::numeric_limits<double>::quiet_NaN(), 1e-7, 123456.0};
+  odd.precision = 0;
+  odd.recall = 1;
+  odd.map50 = 0.5;
+  odd.map50_95 = 0.25;
+  odd.val_loss = {inf, -inf, 2.5e-5};
+  odd.lr = {0.0, 0.000123456, 99999.5};
+  EXPECT_EQ(ResultsCsv::row_line(123456, odd),
+            "          1.2346e+05,                 nan,               1e-07,          1.2346e+05,                   0,"
+            "                   1,                 0.5,                0.25,                 inf,                -inf,"
+            "             2.5e-05,                   0,          0.00012346,               1e+05\n");
+}
+
+TEST(ResultsCsv, HeaderOnceThenRowsAppended) {
+  const std::string path = test::temp_dir("csv") + "/results.csv";
+  ResultsCsv csv(path);
+  csv.append(3, sample());
+  ResultsCsv(path).append(3, sample());  // a resumed run appends to the same file
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, std::string(kHeader) + kSampleRow + kSampleRow);
+  EXPECT_THROW(ResultsCsv("/nonexistent_dir_kestrel/results.csv").append(0, sample()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace kestrel
