@@ -489,9 +489,13 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
     const std::string bytes = encode_cache(key, index);
     const bool beside_ok = dir_is_writable(fs::path(beside).parent_path().string());
     for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
-      if (!target.empty() && write_file_atomic(target, bytes)) {
+      if (target.empty()) continue;
+      try {
+        write_file_atomic(target, bytes);
         index.cache_path = target;
         break;
+      } catch (const std::runtime_error&) {
+        // not writable there: try the next place; without a cache the next run rescans
       }
     }
   }

@@ -62,4 +62,12 @@ inline const char* stage_name(Stage s) {
   return names[static_cast<int>(s)];
 }
 
+// The stage with the most time in `t` ("" when nothing was recorded), for the verdict line.
+inline const char* largest_stage_name(const StageTimes& t) {
+  int best = -1;
+  for (int i = 0; i < kStageCount; ++i)
+    if (t.ns[i] > 0 && (best < 0 || t.ns[i] > t.ns[best])) best = i;
+  return best < 0 ? "" : stage_name(static_cast<Stage>(best));
+}
+
 }  // namespace kestrel

@@ -53,18 +53,6 @@ CheckpointMeta meta_from_json(const nlohmann::json& j) {
   return m;
 }
 
-[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
-  throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
-}
-
-void fsync_folder(const std::filesystem::path& file) {
-  const std::string folder = file.parent_path().empty() ? "." : file.parent_path().string();
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // durability of the rename is best effort; the file itself is complete
-  ::fsync(fd);
-  ::close(fd);
-}
-
 // Device the module's state lives on (CPU when it has none), so loaded tensors land there.
 torch::Device state_device(const torch::nn::Module* m) {
   if (m) {
@@ -125,38 +113,6 @@ std::string serialize_checkpoint(const CheckpointMeta& meta, const torch::nn::Mo
   std::ostringstream out;
   root.save_to(out);
   return std::move(out).str();
-}
-
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno("cannot create", tmp);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      errno = err;
-      fail_errno("cannot write", tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    errno = err;
-    fail_errno("cannot flush", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    errno = err;
-    fail_errno("cannot rename onto", path);
-  }
-  fsync_folder(path);
 }
 
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const torch::nn::Module& model,

@@ -3,6 +3,7 @@
 // names, training options for --resume, date). The file is a LibTorch archive (torch::save
 // format); the metadata is one JSON string inside it. Files are replaced atomically.
 #pragma once
+#include "data/cache_dir.h"  // write_file_atomic
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -29,11 +30,6 @@ struct CheckpointMeta {
 // null to leave them out.
 std::string serialize_checkpoint(const CheckpointMeta& meta, const torch::nn::Module& model,
                                  const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer);
-
-// Writes bytes to path.tmp, fsyncs it, renames it over path and fsyncs the folder: path always
-// holds either the old file or the complete new one. On error the .tmp is removed and
-// std::runtime_error is thrown.
-void write_file_atomic(const std::string& path, const std::string& bytes);
 
 // serialize_checkpoint + write_file_atomic.
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const torch::nn::Module& model,

@@ -1,4 +1,6 @@
 // Checkpoint round trip (model, EMA, optimizer state, metadata), stripping, and atomic writes.
+#include <unistd.h>
+
 #include <sys/resource.h>
 
 #include <csignal>
@@ -66,7 +68,7 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
   }
   const std::string path = test::temp_dir("ckpt") + "/last.pt";
   save_checkpoint(path, sample_meta(), *model, &ema.module(), opt.get());
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(path + ".tmp." + std::to_string(getpid())));
 
   auto model2 = tiny_model();
   auto opt2 = smart_optimizer(*model2, OptimizerKind::SGD, 0.5, 0.5, 0.5);
@@ -144,18 +146,18 @@ TEST(Checkpoint, FailedWriteLeavesOldFileIntact) {
   setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, old_handler);
   EXPECT_EQ(read_file(path), old_bytes);
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(path + ".tmp." + std::to_string(getpid())));
 
   // The temporary cannot even be created: same guarantee.
-  fs::create_directory(path + ".tmp");
+  fs::create_directory(path + ".tmp." + std::to_string(getpid()));
   EXPECT_THROW(write_file_atomic(path, big), std::runtime_error);
   EXPECT_EQ(read_file(path), old_bytes);
-  fs::remove(path + ".tmp");
+  fs::remove(path + ".tmp." + std::to_string(getpid()));
 
   // A successful write replaces the file completely.
   write_file_atomic(path, big);
   EXPECT_EQ(read_file(path), big);
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(path + ".tmp." + std::to_string(getpid())));
 }
 
 }  // namespace
