@@ -1,6 +1,8 @@
 // The threaded batch loader (see loader.h for the scheduling rules).
 #include "data/loader.h"
 
+#include "data/numpy_ops.h"
+
 #include <malloc.h>
 
 #include <opencv2/core.hpp>
@@ -121,7 +123,8 @@ StageTimes Loader::stage_times() const {
 
 // YOLOv5's LoadImagesAndLabels rect setup: sort by h/w; a batch whose ratios are all < 1 gets shape
 // (maxi, 1), all > 1 gets (1, 1/mini), else (1, 1); shape = ceil(s * img_size / stride + pad) * stride.
-// The sort is stable (numpy's argsort is not); ties have equal ratios, so the batch shapes agree.
+// The sort is numpy's introsort, ties included: an image whose ratio equals its neighbours' lands in
+// the same batch as in YOLOv5, so it gets the same padding (and the same predictions).
 void Loader::compute_rect_shapes() {
   std::vector<double> ar(records_.size());
   for (size_t i = 0; i < records_.size(); ++i) {
@@ -130,9 +133,7 @@ void Loader::compute_rect_shapes() {
       throw ImageError("cannot read the size of " + records_[i].image_path);
     ar[i] = static_cast<double>(h) / static_cast<double>(w);
   }
-  std::vector<size_t> idx(records_.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return ar[a] < ar[b]; });
+  const std::vector<int64_t> idx = numpy::argsort_quick(ar);
   std::vector<ImageRecord> sorted;
   sorted.reserve(records_.size());
   for (size_t i : idx) sorted.push_back(std::move(records_[i]));

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "eval/boxes.h"
-#include "eval/numpy_ops.h"
+#include "data/numpy_ops.h"
 
 namespace kestrel {
 

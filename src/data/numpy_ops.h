@@ -9,10 +9,11 @@
 
 namespace kestrel::numpy {
 
-// np.argsort(values) with the default kind='quicksort' on a float32 array: numpy's introsort
+// np.argsort(values) with the default kind='quicksort' on a float32 or float64 array: numpy's introsort
 // (median-of-3 quicksort, insertion sort below 16 elements, heapsort past 2*log2(n) depth), with
 // NaN sorting last. Ties come out in whatever order that algorithm leaves them, as in numpy.
 std::vector<int64_t> argsort_quick(const std::vector<float>& values);
+std::vector<int64_t> argsort_quick(const std::vector<double>& values);
 
 // np.add.reduce on a float64 array: 0.0 + numpy's pairwise sum (8 accumulators per 128 block).
 double sum(const double* values, size_t n, size_t stride = 1);

@@ -1,5 +1,5 @@
 // numpy 1.24 routines used by YOLOv5's metrics, reproduced step by step (see numpy_ops.h).
-#include "eval/numpy_ops.h"
+#include "data/numpy_ops.h"
 
 #include <cmath>
 #include <utility>
@@ -8,10 +8,12 @@ namespace kestrel::numpy {
 namespace {
 
 // numpy's float ordering for sorting: NaN is larger than everything else.
-inline bool less(float a, float b) { return a < b || (b != b && a == a); }
+template <typename T>
+inline bool less(T a, T b) { return a < b || (b != b && a == a); }
 
 // numpy's aheapsort on the index range idx[lo, lo + n): the introsort's fallback.
-void heapsort_indices(const float* v, int64_t* idx, int64_t n) {
+template <typename T>
+void heapsort_indices(const T* v, int64_t* idx, int64_t n) {
   int64_t* a = idx - 1;  // 1-based heap indexing, as numpy does it
   auto sift = [&](int64_t start, int64_t tmp, int64_t len) {
     int64_t i = start;
@@ -43,12 +45,13 @@ constexpr int64_t kSmallQuicksort = 15;  // numpy's SMALL_QUICKSORT
 
 }  // namespace
 
-std::vector<int64_t> argsort_quick(const std::vector<float>& values) {
+template <typename T>
+std::vector<int64_t> argsort_introsort(const std::vector<T>& values) {
   const int64_t num = static_cast<int64_t>(values.size());
   std::vector<int64_t> order(values.size());
   for (int64_t i = 0; i < num; ++i) order[i] = i;
   if (num < 2) return order;
-  const float* v = values.data();
+  const T* v = values.data();
   int64_t* base = order.data();
 
   struct Range {
@@ -68,7 +71,7 @@ std::vector<int64_t> argsort_quick(const std::vector<float>& values) {
         if (less(v[base[mid]], v[base[lo]])) std::swap(base[mid], base[lo]);
         if (less(v[base[hi]], v[base[mid]])) std::swap(base[hi], base[mid]);
         if (less(v[base[mid]], v[base[lo]])) std::swap(base[mid], base[lo]);
-        const float pivot = v[base[mid]];
+        const T pivot = v[base[mid]];
         int64_t i = lo, j = hi - 1;
         std::swap(base[mid], base[j]);
         for (;;) {
@@ -89,7 +92,7 @@ std::vector<int64_t> argsort_quick(const std::vector<float>& values) {
       }
       for (int64_t i = lo + 1; i <= hi; ++i) {  // insertion sort of the small remainder
         const int64_t vi = base[i];
-        const float vp = v[vi];
+        const T vp = v[vi];
         int64_t j = i;
         while (j > lo && less(vp, v[base[j - 1]])) {
           base[j] = base[j - 1];
@@ -106,6 +109,9 @@ std::vector<int64_t> argsort_quick(const std::vector<float>& values) {
   }
   return order;
 }
+
+std::vector<int64_t> argsort_quick(const std::vector<float>& values) { return argsort_introsort(values); }
+std::vector<int64_t> argsort_quick(const std::vector<double>& values) { return argsort_introsort(values); }
 
 namespace {
 

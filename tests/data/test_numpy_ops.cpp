@@ -1,5 +1,5 @@
 // Tests for eval/numpy_ops: the numpy 1.24 routines the metrics reproduce.
-#include "eval/numpy_ops.h"
+#include "data/numpy_ops.h"
 
 #include <gtest/gtest.h>
 
