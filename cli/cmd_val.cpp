@@ -25,7 +25,8 @@ void register_val(CLI::App& app) {
     BuiltModel built = build_model(cfg, weights, vo.single_cls ? 1 : dc.nc);
     const torch::Device dev = device == "cpu" ? torch::Device(torch::kCPU) : torch::Device(device.rfind("cuda", 0) == 0 ? device : "cuda:" + device);
     built.model->to(dev);
-    if (!std::getenv("KESTREL_NO_FUSE")) built.model->fuse();
+    built.model->fuse();
+    built.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
     vo.workers = workers;
     vo.progress = !no_progress;
     Validator validator(index.records, dc.names, vo);

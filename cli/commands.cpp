@@ -20,9 +20,12 @@ void register_all(CLI::App& app) {
   register_train(app);
   register_val(app);
   register_doctor(app);
+  register_bench(app);
+  register_profile(app);
 }
 
 int run_selected(CLI::App& app) {
+  (void)app;
   for (auto& [sub, run] : runners())
     if (sub->parsed()) return run();
   return 2;

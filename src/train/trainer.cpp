@@ -128,6 +128,7 @@ TrainResult train(TrainOptions opt) {
   if (!opt.weights.empty())
     std::cout << "Transferred " << built.transferred << "/" << built.total << " items from " << opt.weights << "\n";
   model->to(device);
+  model->set_memory_format(torch::MemoryFormat::ChannelsLast);
   // --freeze: layers 0..N-1 (one number) or the listed layers.
   std::vector<int> frozen = opt.freeze.size() == 1 ? std::vector<int>{} : opt.freeze;
   if (opt.freeze.size() == 1)
@@ -315,7 +316,7 @@ TrainResult train(TrainOptions opt) {
     row.val_loss = last_val.loss;
     row.lr = lr;
     csv.append(epoch, row);
-    if (!opt.nosave || final_epoch) {
+    if ((!opt.nosave || final_epoch) && !last_step_budget) {
       meta.epoch = epoch;
       meta.best_fitness = best_fitness;
       meta.ema_updates = ema.updates();

@@ -8,7 +8,11 @@ torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool
   // buffer as soon as this returns.
   torch::Tensor u8 = torch::from_blob(const_cast<uint8_t*>(batch.pixels.data()), {batch.n, 3, batch.h, batch.w}, torch::kUInt8);
   if (device.is_cuda()) u8 = u8.to(device, /*non_blocking=*/false);
-  torch::Tensor x = u8.to(half ? torch::kHalf : torch::kFloat32);
+  // Channels-last: the layout the model's weights use (set_memory_format), several times faster
+  // for CPU convolutions than NCHW. One pass converts type and layout, one scales.
+  torch::Tensor x = torch::empty(u8.sizes(), u8.options().dtype(half ? torch::kHalf : torch::kFloat32)
+                                                   .memory_format(torch::MemoryFormat::ChannelsLast));
+  x.copy_(u8);
   return x.div_(255.0f);
 }
 

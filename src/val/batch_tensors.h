@@ -7,7 +7,7 @@
 
 namespace kestrel {
 
-// [n,3,h,w] float (or half) in 0..1 on `device`. On CPU this is one fused convert-and-scale pass.
+// [n,3,h,w] float (or half) in 0..1 on `device`, channels-last (models run with channels-last weights).
 torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half = false);
 // [labels,6] float32 (image index, class, x, y, w, h normalized) on `device`.
 torch::Tensor batch_targets(const Batch& batch, const torch::Device& device);
