@@ -6,6 +6,7 @@
 #include "data/index_report.h"
 #include "data/label_index.h"
 #include "train/weights.h"
+#include "val/batch_tensors.h"
 #include "val/validator.h"
 
 namespace kestrel::cli {
@@ -23,7 +24,7 @@ void register_val(CLI::App& app) {
     std::cout << task << ": " << format_index_stats(index.stats) << "\n";
     torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
     BuiltModel built = build_model(cfg, weights, vo.single_cls ? 1 : dc.nc);
-    const torch::Device dev = device == "cpu" ? torch::Device(torch::kCPU) : torch::Device(device.rfind("cuda", 0) == 0 ? device : "cuda:" + device);
+    const torch::Device dev = parse_device(device);
     built.model->to(dev);
     built.model->fuse();
     built.model->set_memory_format(torch::MemoryFormat::ChannelsLast);

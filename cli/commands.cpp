@@ -19,9 +19,12 @@ CLI::App* add_command(CLI::App& app, const std::string& name, const std::string&
 void register_all(CLI::App& app) {
   register_train(app);
   register_val(app);
+  register_detect(app);
   register_doctor(app);
   register_bench(app);
   register_profile(app);
+  register_scan(app);
+  register_pack(app);
 }
 
 int run_selected(CLI::App& app) {

@@ -13,8 +13,11 @@ int run_selected(CLI::App& app);
 
 void register_train(CLI::App& app);
 void register_val(CLI::App& app);
+void register_detect(CLI::App& app);
 void register_doctor(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_profile(CLI::App& app);
+void register_scan(CLI::App& app);
+void register_pack(CLI::App& app);
 
 }  // namespace kestrel::cli

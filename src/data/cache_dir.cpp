@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/pack_reader.h"
+
 namespace fs = std::filesystem;
 
 namespace kestrel {
@@ -82,6 +84,19 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     fail_errno("cannot rename onto", path);
   }
   fsync_folder(path);
+}
+
+std::pair<std::string, std::string> dataset_cache_locations(const std::string& first_label_path,
+                                                            const std::string& suffix, const std::string& kind) {
+  const std::string beside = fs::path(first_label_path).parent_path().string() + suffix;
+  const std::string user_dir = user_cache_dir();
+  std::string user;
+  if (!user_dir.empty()) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(beside.data(), beside.size())));
+    user = user_dir + "/" + kind + "/" + hex + suffix.substr(suffix.rfind('.'));
+  }
+  return {is_pack_path(first_label_path) ? "" : beside, user};
 }
 
 uint64_t fnv1a64(const void* data, size_t size, uint64_t hash) {

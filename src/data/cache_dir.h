@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace kestrel {
 
@@ -18,6 +19,13 @@ bool dir_is_writable(const std::string& dir);
 // see either the old file or the whole new one (checkpoints, caches). Creates missing parent folders.
 // On error the temporary is removed and std::runtime_error is thrown.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+// Where a cache derived from a dataset's labels lives: {beside, user}. beside is "<labels folder><suffix>"
+// (e.g. labels/train2017.kestrel.cache, YOLOv5's labels/train2017.cache renamed), to be used when that
+// folder's parent is writable; user is user_cache_dir()/<kind>/<hash of beside>.<suffix's last extension>.
+// For files inside a pack beside is "" (nothing is ever written into a pack) and only user applies.
+std::pair<std::string, std::string> dataset_cache_locations(const std::string& first_label_path,
+                                                            const std::string& suffix, const std::string& kind);
 
 // 64-bit FNV-1a, for cache keys (not for security).
 uint64_t fnv1a64(const void* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);

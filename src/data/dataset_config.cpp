@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include "data/pack_reader.h"
+
 namespace fs = std::filesystem;
 
 namespace kestrel {
@@ -39,8 +41,9 @@ fs::path resolve_root(const fs::path& yaml_dir, const std::string& path_value) {
 }
 
 std::string resolve_source(const fs::path& root, const std::string& s) {
+  const std::string file = is_pack_source(s) ? s.substr(0, s.rfind('#')) : s;  // "x.kpack#train" is file x.kpack
   fs::path x = root / s;
-  if (!fs::exists(x) && s.rfind("../", 0) == 0) x = root / s.substr(3);
+  if (!fs::exists(root / file) && s.rfind("../", 0) == 0) x = root / s.substr(3);
   return normal(x).string();
 }
 

@@ -24,7 +24,7 @@ struct DatasetConfigError : std::runtime_error {
 //   directory when it does not exist there; absent means the yaml's folder. Paths are normalised lexically
 //   (symlinks are kept, so a symlinked images/ folder still finds its labels/ beside it).
 // - `train`/`val` (required) and `test` (optional): a string or a list, each relative to `path`; as in
-//   YOLOv5, a missing "../x" falls back to "x".
+//   YOLOv5, a missing "../x" falls back to "x". An entry may name a split of a pack: "coco128.kpack#train".
 // - `names`: a list, or a map {0: a, 1: b, ...} with keys 0..n-1. `nc` is derived from names when absent;
 //   a mismatch is an error. With `nc` but no `names`, names are class0, class1, ...
 DatasetConfig load_dataset_config(const std::string& yaml_path);

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "data/cache_dir.h"
+#include "data/dataset_files.h"
 #include "data/image_decode.h"
 
 namespace fs = std::filesystem;
@@ -72,11 +73,11 @@ uint64_t content_key(const std::vector<std::string>& paths, int img_size, bool a
   Fnv1a f;
   f.add_value(kVersion), f.add_value(img_size), f.add_value(static_cast<uint8_t>(augment));
   for (const auto& p : paths) {
-    struct stat st {};
-    if (stat(p.c_str(), &st) != 0) throw ImageError("cannot stat " + p + ": " + std::strerror(errno));
+    const FileStamp st = file_stamp(p);
+    if (st.size < 0) throw ImageError("cannot stat " + p);
     f.add_string(p);
-    f.add_value(static_cast<int64_t>(st.st_size));
-    f.add_value(static_cast<int64_t>(st.st_mtim.tv_sec)), f.add_value(static_cast<int64_t>(st.st_mtim.tv_nsec));
+    f.add_value(st.size);
+    f.add_value(st.mtime_ns / 1000000000), f.add_value(st.mtime_ns % 1000000000);
   }
   return f.h;
 }
@@ -204,7 +205,9 @@ std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& r
   const std::vector<std::string> paths = absolute_paths(records);
   Fnv1a ident;
   for (const auto& p : paths) ident.add_string(p);
-  const fs::path folder = fs::path(paths.front()).parent_path();
+  std::string pack_file, rel;  // images in a pack: the cache goes beside the pack file
+  const fs::path folder = split_pack_path(paths.front(), &pack_file, &rel) ? fs::path(pack_file)
+                                                                            : fs::path(paths.front()).parent_path();
   const std::string name = folder.filename().string() + "." + hex(ident.h).substr(0, 12) + ".img" +
                            std::to_string(img_size) + (augment ? ".linear" : ".area") + ".kcache";
   std::vector<std::string> out;

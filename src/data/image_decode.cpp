@@ -2,85 +2,19 @@
 // OpenCV imdecode for everything else, and cheap header readers for the dataset index.
 #include "data/image_decode.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <turbojpeg.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <utility>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "data/dataset_files.h"
+
 namespace kestrel {
 namespace {
-
-// A grow-only byte buffer, one per thread, so reading a file allocates nothing once warm.
-struct ScratchBuffer {
-  std::unique_ptr<unsigned char[]> data;
-  size_t capacity = 0;
-  unsigned char* reserve(size_t n) {
-    if (n > capacity) {
-      data.reset(new unsigned char[n]);
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
-ScratchBuffer& file_scratch() {
-  thread_local ScratchBuffer buffer;
-  return buffer;
-}
-
-class FileHandle {
- public:
-  explicit FileHandle(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
-  ~FileHandle() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
-  bool ok() const { return fd_ >= 0; }
-  // File size, or -1.
-  long long size() const {
-    struct stat st;
-    return ::fstat(fd_, &st) == 0 ? static_cast<long long>(st.st_size) : -1;
-  }
-  // Reads up to n bytes at offset; returns the count read (short only at end of file), -1 on error.
-  long long read_at(unsigned char* dst, size_t n, long long offset) const {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t r = ::pread(fd_, dst + done, n - done, offset + static_cast<long long>(done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return -1;
-      if (r == 0) break;
-      done += static_cast<size_t>(r);
-    }
-    return static_cast<long long>(done);
-  }
-
- private:
-  int fd_;
-};
-
-// Reads the whole file into the thread's scratch buffer. Throws ImageError naming the file.
-size_t read_whole_file(const std::string& path, const unsigned char** data) {
-  FileHandle file(path);
-  if (!file.ok()) throw ImageError("cannot open image " + path + ": " + std::strerror(errno));
-  const long long size = file.size();
-  if (size < 0) throw ImageError("cannot stat image " + path + ": " + std::strerror(errno));
-  if (size == 0) throw ImageError("empty image file " + path);
-  unsigned char* buf = file_scratch().reserve(static_cast<size_t>(size));
-  if (file.read_at(buf, static_cast<size_t>(size), 0) != size)
-    throw ImageError("cannot read image " + path + ": " + std::strerror(errno));
-  *data = buf;
-  return static_cast<size_t>(size);
-}
 
 struct TurboDecompressor {
   tjhandle handle = tjInitDecompress();
@@ -225,6 +159,73 @@ bool decode_jpeg(const std::string& path, const unsigned char* data, size_t size
   return true;
 }
 
+enum class HeaderParse { ok, unreadable, need_whole };
+
+// Format, size and orientation from the first n bytes of an image (all of it when `whole`). need_whole
+// when the header continues past n (a JPEG's segments) or the format has no cheap parser (TIFF, PFM...:
+// decoded to learn the size).
+HeaderParse parse_header_fields(const unsigned char* buf, size_t n, bool whole, ImageHeader* out) {
+  ImageHeader h;
+  h.format = sniff_image_format(buf, n);
+  switch (h.format) {
+    case ImageFormat::jpeg: {
+      const JpegMarkers m = walk_jpeg_markers(buf, n);
+      if (!m.complete) return whole ? HeaderParse::unreadable : HeaderParse::need_whole;
+      h.orientation = m.orientation;
+      h.width = swaps_sides(m.orientation) ? m.height : m.width;
+      h.height = swaps_sides(m.orientation) ? m.width : m.height;
+      break;
+    }
+    case ImageFormat::png:
+      if (n < 24 || std::memcmp(buf + 12, "IHDR", 4) != 0) return HeaderParse::unreadable;
+      h.width = static_cast<int>(be32(buf + 16));
+      h.height = static_cast<int>(be32(buf + 20));
+      break;
+    case ImageFormat::bmp: {
+      if (n < 26) return HeaderParse::unreadable;
+      if (le32(buf + 14) == 12) {  // BITMAPCOREHEADER
+        h.width = static_cast<int>(le16(buf + 18));
+        h.height = static_cast<int>(le16(buf + 20));
+      } else {
+        h.width = static_cast<int>(static_cast<int32_t>(le32(buf + 18)));
+        h.height = std::abs(static_cast<int>(static_cast<int32_t>(le32(buf + 22))));  // negative: top-down
+      }
+      break;
+    }
+    case ImageFormat::webp:
+      if (n >= 30 && std::memcmp(buf + 12, "VP8 ", 4) == 0 && be16(buf + 23) == 0x9d01 && buf[25] == 0x2a) {
+        h.width = static_cast<int>(le16(buf + 26) & 0x3fff);
+        h.height = static_cast<int>(le16(buf + 28) & 0x3fff);
+      } else if (n >= 25 && std::memcmp(buf + 12, "VP8L", 4) == 0 && buf[20] == 0x2f) {
+        const unsigned bits = le32(buf + 21);
+        h.width = static_cast<int>((bits & 0x3fff) + 1);
+        h.height = static_cast<int>(((bits >> 14) & 0x3fff) + 1);
+      } else if (n >= 30 && std::memcmp(buf + 12, "VP8X", 4) == 0) {
+        h.width = static_cast<int>(le24(buf + 24) + 1);
+        h.height = static_cast<int>(le24(buf + 27) + 1);
+      } else {
+        return HeaderParse::unreadable;
+      }
+      break;
+    case ImageFormat::tiff:
+    case ImageFormat::unknown: {
+      if (!whole) return HeaderParse::need_whole;
+      try {
+        cv::Mat img;
+        decode_image_bytes(buf, n, "(header)", 0, img);
+        h.width = img.cols;
+        h.height = img.rows;
+      } catch (const ImageError&) {
+        return HeaderParse::unreadable;
+      }
+      break;
+    }
+  }
+  if (h.width <= 0 || h.height <= 0) return HeaderParse::unreadable;
+  *out = h;
+  return HeaderParse::ok;
+}
+
 }  // namespace
 
 ImageFormat sniff_image_format(const unsigned char* d, size_t n) {
@@ -254,17 +255,24 @@ void apply_exif_orientation(cv::Mat& img, int orientation) {
   }
 }
 
-void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w, int* full_h,
-                       std::string* warning) {
+void decode_image_bytes(const unsigned char* data, size_t size, const std::string& name, int min_long_side,
+                        cv::Mat& out, int* full_w, int* full_h, std::string* warning) {
   if (warning) warning->clear();
-  const unsigned char* data = nullptr;
-  const size_t size = read_whole_file(path, &data);
+  if (size == 0) throw ImageError("empty image file " + name);
   if (sniff_image_format(data, size) == ImageFormat::jpeg &&
-      decode_jpeg(path, data, size, min_long_side, out, full_w, full_h, warning))
+      decode_jpeg(name, data, size, min_long_side, out, full_w, full_h, warning))
     return;
-  decode_with_opencv(path, data, size, out);
+  decode_with_opencv(name, data, size, out);
   if (full_w) *full_w = out.cols;
   if (full_h) *full_h = out.rows;
+}
+
+void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w, int* full_h,
+                       std::string* warning) {
+  FileBytes bytes;
+  std::string error;
+  if (!read_file_bytes(path, &bytes, &error)) throw ImageError(error);
+  decode_image_bytes(bytes.data(), bytes.size(), path, min_long_side, out, full_w, full_h, warning);
 }
 
 cv::Mat decode_image(const std::string& path, int min_long_side, std::string* warning) {
@@ -296,84 +304,35 @@ cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, 
   return resized;
 }
 
+bool read_image_header(const unsigned char* data, size_t size, ImageHeader* header) {
+  ImageHeader h;
+  if (size == 0 || parse_header_fields(data, size, /*whole=*/true, &h) != HeaderParse::ok) return false;
+  if (h.format == ImageFormat::jpeg) h.jpeg_missing_eoi = !(size >= 2 && data[size - 2] == 0xFF && data[size - 1] == 0xD9);
+  *header = h;
+  return true;
+}
+
 bool read_image_header(const std::string& path, ImageHeader* header) {
   constexpr size_t kPrefix = 64 * 1024;
-  FileHandle file(path);
-  if (!file.ok()) return false;
-  const long long file_size = file.size();
-  if (file_size <= 0) return false;
-  unsigned char* buf = file_scratch().reserve(kPrefix);
-  const long long got = file.read_at(buf, kPrefix, 0);
-  if (got <= 0) return false;
-  const size_t n = static_cast<size_t>(got);
+  FileBytes bytes;
+  std::string error;
+  if (!read_file_bytes(path, &bytes, &error, kPrefix) || bytes.size() == 0) return false;
+  if (bytes.whole()) return read_image_header(bytes.data(), bytes.size(), header);
   ImageHeader h;
-  h.format = sniff_image_format(buf, n);
-  switch (h.format) {
-    case ImageFormat::jpeg: {
-      JpegMarkers m = walk_jpeg_markers(buf, n);
-      if (!m.complete && file_size > got) {  // headers (a big EXIF/ICC block) reach past the prefix
-        const unsigned char* whole = nullptr;
-        size_t whole_size = 0;
-        try {
-          whole_size = read_whole_file(path, &whole);
-        } catch (const ImageError&) {
-          return false;
-        }
-        m = walk_jpeg_markers(whole, whole_size);
-      }
-      if (!m.complete) return false;
-      unsigned char tail[2] = {0, 0};
-      if (file_size < 2 || file.read_at(tail, 2, file_size - 2) != 2) return false;
-      h.jpeg_missing_eoi = !(tail[0] == 0xFF && tail[1] == 0xD9);
-      h.orientation = m.orientation;
-      h.width = swaps_sides(m.orientation) ? m.height : m.width;
-      h.height = swaps_sides(m.orientation) ? m.width : m.height;
+  switch (parse_header_fields(bytes.data(), bytes.size(), /*whole=*/false, &h)) {
+    case HeaderParse::unreadable:
+      return false;
+    case HeaderParse::need_whole:  // a big EXIF/ICC block, or a format without a header parser here
+      bytes = FileBytes();
+      return read_file_bytes(path, &bytes, &error) && read_image_header(bytes.data(), bytes.size(), header);
+    case HeaderParse::ok:
       break;
-    }
-    case ImageFormat::png:
-      if (n < 24 || std::memcmp(buf + 12, "IHDR", 4) != 0) return false;
-      h.width = static_cast<int>(be32(buf + 16));
-      h.height = static_cast<int>(be32(buf + 20));
-      break;
-    case ImageFormat::bmp: {
-      if (n < 26) return false;
-      if (le32(buf + 14) == 12) {  // BITMAPCOREHEADER
-        h.width = static_cast<int>(le16(buf + 18));
-        h.height = static_cast<int>(le16(buf + 20));
-      } else {
-        h.width = static_cast<int>(static_cast<int32_t>(le32(buf + 18)));
-        h.height = std::abs(static_cast<int>(static_cast<int32_t>(le32(buf + 22))));  // negative: top-down
-      }
-      break;
-    }
-    case ImageFormat::webp:
-      if (n >= 30 && std::memcmp(buf + 12, "VP8 ", 4) == 0 && be16(buf + 23) == 0x9d01 && buf[25] == 0x2a) {
-        h.width = static_cast<int>(le16(buf + 26) & 0x3fff);
-        h.height = static_cast<int>(le16(buf + 28) & 0x3fff);
-      } else if (n >= 25 && std::memcmp(buf + 12, "VP8L", 4) == 0 && buf[20] == 0x2f) {
-        const unsigned bits = le32(buf + 21);
-        h.width = static_cast<int>((bits & 0x3fff) + 1);
-        h.height = static_cast<int>(((bits >> 14) & 0x3fff) + 1);
-      } else if (n >= 30 && std::memcmp(buf + 12, "VP8X", 4) == 0) {
-        h.width = static_cast<int>(le24(buf + 24) + 1);
-        h.height = static_cast<int>(le24(buf + 27) + 1);
-      } else {
-        return false;
-      }
-      break;
-    case ImageFormat::tiff:
-    case ImageFormat::unknown: {  // no cheap header parser: decode to learn the size (rare formats)
-      try {
-        const cv::Mat img = decode_image(path);
-        h.width = img.cols;
-        h.height = img.rows;
-      } catch (const ImageError&) {
-        return false;
-      }
-      break;
-    }
   }
-  if (h.width <= 0 || h.height <= 0) return false;
+  if (h.format == ImageFormat::jpeg) {
+    unsigned char tail[2] = {0, 0};
+    if (!bytes.read_tail(tail, 2)) return false;
+    h.jpeg_missing_eoi = !(tail[0] == 0xFF && tail[1] == 0xD9);
+  }
   *header = h;
   return true;
 }

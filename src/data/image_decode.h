@@ -2,9 +2,11 @@
 // JPEG goes through TurboJPEG (one handle per thread, optional decode-time downscaling); every other
 // format goes through OpenCV's imdecode with IMREAD_COLOR, which is exactly what YOLOv5's cv2.imread
 // gives (grayscale replicated, alpha dropped, 16-bit reduced to 8-bit). The format is chosen by the
-// file's magic bytes, never by its extension.
+// file's magic bytes, never by its extension. Paths may name files inside a pack ("<pack>::<relative
+// path>"): every read goes through read_file_bytes (dataset_files.h).
 #pragma once
 #include <opencv2/core.hpp>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +37,9 @@ cv::Mat decode_image(const std::string& path, int min_long_side, std::string* wa
 // full_w/full_h (optional) get the image size at full scale, after orientation.
 void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w = nullptr,
                        int* full_h = nullptr, std::string* warning = nullptr);
+// The same from bytes in memory (a file already read, a pack entry); `name` is only used in messages.
+void decode_image_bytes(const unsigned char* data, size_t size, const std::string& name, int min_long_side,
+                        cv::Mat& out, int* full_w = nullptr, int* full_h = nullptr, std::string* warning = nullptr);
 
 // YOLOv5's load_image: r = img_size / max(h0, w0); if r != 1 resize to (int(w0*r), int(h0*r)) with
 // INTER_LINEAR when (augment || r > 1) else INTER_AREA. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
@@ -48,6 +53,8 @@ bool read_image_size(const std::string& path, int* width, int* height);
 // Header, EXIF orientation and the JPEG end-marker check. False if the file is missing, empty, or its
 // header is unreadable. Formats without a cheap header parser (TIFF, PFM...) are fully decoded.
 bool read_image_header(const std::string& path, ImageHeader* header);
+// The same for a whole image held in memory.
+bool read_image_header(const unsigned char* data, size_t size, ImageHeader* header);
 
 // Format from the first bytes of a file (magic numbers).
 ImageFormat sniff_image_format(const unsigned char* data, size_t size);

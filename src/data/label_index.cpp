@@ -1,14 +1,9 @@
 // Dataset index: image discovery, label parsing and validation, and the on-disk index cache.
 #include "data/label_index.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cctype>
-#include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +12,10 @@
 #include <thread>
 
 #include "data/cache_dir.h"
+#include "data/dataset_files.h"
 #include "data/image_decode.h"
+#include "data/label_parse.h"
+#include "data/pack_reader.h"
 
 namespace fs = std::filesystem;
 
@@ -25,21 +23,6 @@ namespace kestrel {
 namespace {
 
 constexpr char kCacheMagic[8] = {'K', 'S', 'T', 'R', 'L', 'I', 'X', '1'};
-
-struct FileStamp {
-  int64_t size = -1;  // -1: missing
-  int64_t mtime_ns = 0;
-};
-
-FileStamp stamp_of(const std::string& path) {
-  struct stat st;
-  FileStamp s;
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    s.size = static_cast<int64_t>(st.st_size);
-    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  }
-  return s;
-}
 
 // Runs fn(i) for i in [0, n) on up to two threads (the scan is I/O- and parse-bound; two is plenty).
 template <typename Fn>
@@ -53,116 +36,6 @@ void parallel_for(size_t n, Fn fn) {
   std::thread helper(work);
   work();
   helper.join();
-}
-
-// ---- label parsing
-
-using Row = std::array<float, 5>;
-
-// One number as Python's float() reads it, then cast to float32 (numpy's str -> float32 path).
-bool parse_number(const std::string& token, float* out) {
-  const char* begin = token.data();
-  const char* end = begin + token.size();
-  if (begin != end && *begin == '+') ++begin;
-  double v = 0;
-  const auto [ptr, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || ptr != end) return false;
-  *out = static_cast<float>(v);
-  return true;
-}
-
-struct ParsedLabels {
-  std::vector<Label> labels;
-  std::vector<std::string> warnings;
-  size_t bad_lines = 0, duplicates = 0;
-};
-
-ParsedLabels parse_labels(const std::string& text, const std::string& file, int nc, bool single_cls) {
-  ParsedLabels out;
-  // Split into lines (\n, \r\n or \r) and whitespace tokens, keeping 1-based line numbers.
-  std::vector<std::pair<size_t, std::vector<std::string>>> lines;
-  size_t line_no = 0;
-  for (size_t pos = 0; pos <= text.size();) {
-    size_t end = text.find_first_of("\r\n", pos);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    std::vector<std::string> row;
-    for (size_t i = pos; i < end;) {
-      while (i < end && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-      size_t j = i;
-      while (j < end && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
-      if (j > i) row.emplace_back(text, i, j - i);
-      i = j;
-    }
-    if (!row.empty()) lines.emplace_back(line_no, std::move(row));
-    if (end < text.size() && text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') ++end;
-    pos = end + 1;
-  }
-  const bool polygons = std::any_of(lines.begin(), lines.end(), [](const auto& l) { return l.second.size() > 6; });
-
-  std::vector<Row> rows;
-  for (const auto& [no, tokens] : lines) {
-    auto reject = [&, no = no](const std::string& why) {
-      ++out.bad_lines;
-      out.warnings.push_back(file + ":" + std::to_string(no) + ": " + why + "; line skipped");
-    };
-    std::vector<float> v(tokens.size());
-    size_t bad_token = tokens.size();
-    for (size_t i = 0; i < tokens.size() && bad_token == tokens.size(); ++i)
-      if (!parse_number(tokens[i], &v[i])) bad_token = i;
-    if (bad_token < tokens.size()) {
-      reject("not a number: '" + tokens[bad_token] + "'");
-      continue;
-    }
-    Row row{v[0], 0, 0, 0, 0};
-    if (!polygons) {
-      if (tokens.size() != 5) {
-        reject("expected 5 columns (class x y w h), got " + std::to_string(tokens.size()));
-        continue;
-      }
-      std::copy(v.begin() + 1, v.end(), row.begin() + 1);
-    } else {
-      const size_t coords = tokens.size() - 1;
-      if (coords < 2 || coords % 2 != 0) {
-        reject("a polygon row needs class and an even number of coordinates, got " + std::to_string(tokens.size()) +
-               " columns");
-        continue;
-      }
-      float x1 = v[1], y1 = v[2], x2 = v[1], y2 = v[2];
-      for (size_t i = 1; i + 1 < v.size(); i += 2) {
-        x1 = std::min(x1, v[i]), x2 = std::max(x2, v[i]);
-        y1 = std::min(y1, v[i + 1]), y2 = std::max(y2, v[i + 1]);
-      }
-      row = {v[0], (x1 + x2) / 2.0f, (y1 + y2) / 2.0f, x2 - x1, y2 - y1};  // float32, as xyxy2xywh
-    }
-    const float cls = row[0];
-    if (!(cls >= 0) || cls != static_cast<float>(static_cast<long long>(cls))) {
-      reject("class must be a non-negative integer, got " + tokens[0]);
-      continue;
-    }
-    if (!single_cls && cls >= static_cast<float>(nc)) {
-      reject("class " + tokens[0] + " exceeds nc=" + std::to_string(nc) + " (classes are 0.." +
-             std::to_string(nc - 1) + ")");
-      continue;
-    }
-    if (!std::all_of(row.begin() + 1, row.end(), [](float c) { return c >= 0 && c <= 1; })) {
-      reject("coordinates must be normalized to [0, 1]");
-      continue;
-    }
-    rows.push_back(row);
-  }
-  // YOLOv5 deduplicates with np.unique(axis=0): when a duplicate exists the rows come back sorted.
-  std::vector<Row> unique = rows;
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  if (unique.size() < rows.size()) {
-    out.duplicates = rows.size() - unique.size();
-    out.warnings.push_back(file + ": " + std::to_string(out.duplicates) + " duplicate label(s) removed");
-    rows = std::move(unique);
-  }
-  out.labels.reserve(rows.size());
-  for (const Row& r : rows) out.labels.push_back({single_cls ? 0.0f : r[0], r[1], r[2], r[3], r[4]});
-  return out;
 }
 
 // ---- per-image scan
@@ -193,17 +66,20 @@ ScanResult scan_image(const std::string& image, const std::string& label, bool l
   r.record.width = header.width;
   r.record.height = header.height;
   if (label_exists) {
-    std::ifstream in(label, std::ios::binary);
-    if (!in) {
+    std::string text;
+    if (!read_text_file(label, &text)) {
       r.warnings.push_back(label + ": cannot read label file; ignoring image " + image);
       return r;
     }
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    ParsedLabels parsed = parse_labels(text, label, nc, single_cls);
+    ParsedLabels parsed = parse_label_text(text, nc, single_cls);
     r.record.label_path = label;
     r.record.labels = std::move(parsed.labels);
-    r.warnings.insert(r.warnings.end(), parsed.warnings.begin(), parsed.warnings.end());
-    r.bad_lines = parsed.bad_lines;
+    for (const LabelLineFault& f : parsed.faults)
+      if (f.skipped && f.kind != FaultKind::label_duplicate_line)
+        r.warnings.push_back(label + ":" + std::to_string(f.line) + ": " + f.detail + "; line skipped");
+    if (parsed.duplicates)
+      r.warnings.push_back(label + ": " + std::to_string(parsed.duplicates) + " duplicate label(s) removed");
+    r.bad_lines = parsed.skipped_lines;
     r.duplicates = parsed.duplicates;
   }
   r.usable = true;
@@ -324,40 +200,6 @@ bool decode_cache(const std::string& path, uint64_t key, DatasetIndex* index) {
   return true;
 }
 
-std::string hex64(uint64_t v) {
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
-  return s;
-}
-
-// The cache beside the labels (YOLOv5's labels/<split>.cache, renamed) and its fallback in the user cache.
-std::pair<std::string, std::string> cache_locations(const std::string& first_label_path) {
-  const std::string beside = fs::path(first_label_path).parent_path().string() + ".kestrel.cache";
-  const std::string user = user_cache_dir();
-  return {beside, user.empty() ? "" : user + "/index/" + hex64(fnv1a64(beside.data(), beside.size())) + ".cache"};
-}
-
-// Label files that no image points to, in the label folders that mirror folder sources (searched recursively).
-// List-file sources may pick a subset of a folder on purpose, so their folders are not searched.
-size_t count_orphans(const std::vector<std::string>& sources, const std::vector<std::string>& label_paths,
-                     std::string* example) {
-  const std::set<std::string> expected(label_paths.begin(), label_paths.end());
-  size_t orphans = 0;
-  for (const std::string& source : sources) {
-    std::error_code ec;
-    if (!fs::is_directory(source, ec)) continue;
-    const fs::path mirror = fs::path(label_path_for_image((fs::path(source) / "x.jpg").string())).parent_path();
-    if (mirror == fs::path(source)) continue;  // labels beside the images: nothing mirrors
-    for (fs::recursive_directory_iterator it(mirror, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path& p = it->path();
-      const std::string name = p.filename().string();
-      if (name.empty() || name[0] == '.' || p.extension() != ".txt" || !it->is_regular_file(ec)) continue;
-      if (!expected.count(p.string()) && orphans++ == 0) *example = p.string();
-    }
-  }
-  return orphans;
-}
-
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -389,6 +231,9 @@ bool has_image_extension(const std::string& path) {
 }
 
 std::string label_path_for_image(const std::string& image_path) {
+  std::string pack_file, rel;
+  if (split_pack_path(image_path, &pack_file, &rel))  // the same rule inside the pack, from its root
+    return make_pack_path(pack_file, label_path_for_image("/" + rel).substr(1));
   std::string p = image_path;
   const size_t at = p.rfind("/images/");
   if (at != std::string::npos) p.replace(at, 8, "/labels/");
@@ -402,7 +247,10 @@ std::vector<std::string> list_image_files(const std::vector<std::string>& source
   for (const std::string& source : sources) {
     std::error_code ec;
     const fs::path src(source);
-    if (fs::is_directory(src, ec)) {
+    if (is_pack_source(source)) {
+      const std::vector<std::string> packed = pack_source_images(source);
+      files.insert(files.end(), packed.begin(), packed.end());
+    } else if (fs::is_directory(src, ec)) {
       const auto opts = fs::directory_options::follow_directory_symlink | fs::directory_options::skip_permission_denied;
       for (fs::recursive_directory_iterator it(src, opts, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
@@ -428,6 +276,25 @@ std::vector<std::string> list_image_files(const std::vector<std::string>& source
   return files;
 }
 
+std::vector<std::string> find_orphan_labels(const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& label_paths) {
+  const std::set<std::string> expected(label_paths.begin(), label_paths.end());
+  std::set<std::string> orphans;
+  for (const std::string& source : sources) {
+    std::error_code ec;
+    if (!fs::is_directory(source, ec)) continue;
+    const fs::path mirror = fs::path(label_path_for_image((fs::path(source) / "x.jpg").string())).parent_path();
+    if (mirror == fs::path(source)) continue;  // labels beside the images: nothing mirrors
+    for (fs::recursive_directory_iterator it(mirror, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      const std::string name = p.filename().string();
+      if (name.empty() || name[0] == '.' || p.extension() != ".txt" || !it->is_regular_file(ec)) continue;
+      if (!expected.count(p.string())) orphans.insert(p.string());
+    }
+  }
+  return {orphans.begin(), orphans.end()};
+}
+
 DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool single_cls) {
   const std::vector<std::string> images = list_image_files(sources);
   if (images.empty()) {
@@ -440,8 +307,8 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
   std::vector<FileStamp> image_stamps(n), label_stamps(n);
   parallel_for(n, [&](size_t i) {
     labels[i] = label_path_for_image(images[i]);
-    image_stamps[i] = stamp_of(images[i]);
-    label_stamps[i] = stamp_of(labels[i]);
+    image_stamps[i] = file_stamp(images[i]);
+    label_stamps[i] = file_stamp(labels[i]);
   });
 
   uint64_t key = fnv1a64("kestrel-index-v1", 16);
@@ -454,7 +321,7 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
   }
 
   DatasetIndex index;
-  const auto [beside, user] = cache_locations(labels.front());
+  const auto [beside, user] = dataset_cache_locations(labels.front(), ".kestrel.cache", "index");
   for (const std::string& candidate : {beside, user}) {
     if (!candidate.empty() && decode_cache(candidate, key, &index)) {
       index.from_cache = true;
@@ -487,7 +354,7 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
     }
     s.images = index.records.size();
     const std::string bytes = encode_cache(key, index);
-    const bool beside_ok = dir_is_writable(fs::path(beside).parent_path().string());
+    const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
     for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
       if (target.empty()) continue;
       try {
@@ -499,11 +366,11 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
       }
     }
   }
-  std::string example;
-  index.stats.orphan_label_files = count_orphans(sources, labels, &example);
-  if (index.stats.orphan_label_files)
-    index.warnings.push_back(std::to_string(index.stats.orphan_label_files) +
-                             " label file(s) have no image and are ignored, e.g. " + example);
+  const std::vector<std::string> orphans = find_orphan_labels(sources, labels);
+  index.stats.orphan_label_files = orphans.size();
+  if (!orphans.empty())
+    index.warnings.push_back(std::to_string(orphans.size()) + " label file(s) have no image and are ignored, e.g. " +
+                             orphans.front());
   return index;
 }
 

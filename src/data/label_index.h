@@ -28,7 +28,8 @@ struct DatasetIndex {
   std::string cache_path;   // the cache file read or written ("" when none could be written)
 };
 
-// sources: folders (searched recursively), *.txt list files or image files (as in data.yaml).
+// sources: folders (searched recursively), *.txt list files, image files (as in data.yaml), or pack splits
+// ("<file>.kpack#<split>", see pack_format.h: their records name files as "<file>.kpack::<relative path>").
 // Builds (or reuses a valid cached) index; corrupt images / bad label lines are skipped with a warning
 // naming file and line. Throws std::runtime_error when a source does not exist or no image is found.
 //
@@ -37,22 +38,25 @@ struct DatasetIndex {
 // - List files: a line "./x" is relative to the list file's folder (YOLOv5); another relative line is kept as
 //   is when it exists from the current directory, else taken relative to the list file's folder.
 // - Labels: the image path with its last "/images/" replaced by "/labels/" and the extension by ".txt".
-//   Rows are "class x y w h" normalised; if any row of a file has more than 6 columns the whole file is read
-//   as polygons (class x1 y1 x2 y2 ...) and each becomes its bounding box, as YOLOv5 does. A row with the
-//   wrong column count, a non-number, a negative value, a coordinate > 1, a non-integer class or class >= nc
-//   is skipped. Exact duplicate rows are removed (the remaining rows then come sorted, like np.unique).
+//   Inside a pack the same rule applies to the relative path. Label text is parsed by parse_label_text
+//   (label_parse.h): rows "class x y w h" or polygons, bad rows skipped, duplicates removed.
 //   single_cls maps every class to 0 (the class < nc check is then not applied).
 // - Sizes come from the header, after EXIF orientation (all of 5..8 swap the sides; YOLOv5's exif_size only
 //   swaps for 6 and 8, but cv2.imread rotates for all of them).
 // - Cache: keyed by a hash of the image paths, their sizes and mtimes, the label files' sizes and mtimes, nc and
 //   single_cls. Stored as "<labels folder>.kestrel.cache" when that folder's parent is writable (by its mode
-//   bits), else under user_cache_dir()/index/. Written atomically.
+//   bits), else under user_cache_dir()/index/ (always there for packs). Written atomically.
 DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool single_cls = false);
 
 // The sorted image files that the sources name (the first step of build_index).
 std::vector<std::string> list_image_files(const std::vector<std::string>& sources);
-// YOLOv5 img2label_paths for one image.
+// YOLOv5 img2label_paths for one image (for a pack path, applied to the path inside the pack).
 std::string label_path_for_image(const std::string& image_path);
+// Label files (*.txt, searched recursively) in the label folders that mirror folder sources, that none of
+// label_paths names: labels without an image. Sorted. List-file sources may pick a subset of a folder on
+// purpose, so their folders are not searched; labels kept beside the images are not searched either.
+std::vector<std::string> find_orphan_labels(const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& label_paths);
 // True when the path ends in one of YOLOv5's image extensions (any case).
 bool has_image_extension(const std::string& path);
 

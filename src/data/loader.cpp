@@ -74,11 +74,9 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
     s.sample_labels.resize(opts_.batch_size);
   }
 
-  worker_state_.resize(opts_.workers + 1);
-  for (auto& w : worker_state_) w = std::make_unique<Worker>();
+  worker_state_.push_back(std::make_unique<Worker>());  // the inline worker, always last
   try {
-    threads_.reserve(opts_.workers);
-    for (int i = 0; i < opts_.workers; ++i) threads_.emplace_back([this, i] { worker_main(*worker_state_[i]); });
+    start_threads(opts_.workers);
     if (opts_.cache != CacheMode::none) build_cache();
   } catch (...) {
     stop_threads();  // no destructor runs for a half-built object
@@ -87,6 +85,27 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
 }
 
 Loader::~Loader() { stop_threads(); }
+
+void Loader::start_threads(int n) {
+  // worker_state_ holds one Worker per thread, then the inline worker.
+  std::vector<std::unique_ptr<Worker>> fresh(static_cast<size_t>(n));
+  for (auto& w : fresh) w = std::make_unique<Worker>();
+  worker_state_.insert(worker_state_.begin(), std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()));
+  threads_.reserve(n);
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_main(*worker_state_[i]); });
+}
+
+void Loader::set_workers(int workers) {
+  if (workers < 1 || threads_.empty()) throw std::invalid_argument("Loader::set_workers: needs >= 1 and a threaded loader");
+  cancel_epoch();
+  stop_threads();
+  Worker& inline_worker = *worker_state_.back();  // keeps the stage times of the threads that go
+  for (size_t i = 0; i + 1 < worker_state_.size(); ++i) inline_worker.times += worker_state_[i]->times;
+  worker_state_.erase(worker_state_.begin(), worker_state_.end() - 1);
+  stop_ = false;
+  opts_.workers = workers;
+  start_threads(workers);
+}
 
 void Loader::stop_threads() {
   {

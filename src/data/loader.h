@@ -48,6 +48,7 @@ class Loader {
 
   size_t size() const;  // images
   size_t batches_per_epoch() const;
+  int batch_size() const { return opts_.batch_size; }
   // Order and per-sample randomness derive from (seed, epoch, index). Cancels an epoch still in flight.
   void start_epoch(int epoch);
   // Stops the epoch in flight: waits for the samples being built, drops the rest. next() then needs a
@@ -56,7 +57,11 @@ class Loader {
   // Next batch in order, nullptr at epoch end; valid until the following next()/start_epoch().
   // A sample that failed (e.g. an unreadable image) makes next() rethrow its exception for that batch.
   const Batch* next();
-  void set_mosaic(bool on);  // for close_mosaic schedules; takes effect at the next start_epoch
+  void set_mosaic(bool on);
+  // Changes the number of loader threads (>= 1; the loader must have been built with threads).
+  // Cancels the epoch in flight; stage times gathered so far are kept.
+  void set_workers(int workers);
+  int workers() const { return static_cast<int>(threads_.size()); }  // for close_mosaic schedules; takes effect at the next start_epoch
   const std::vector<ImageRecord>& records() const;
 
   // Letterbox shape (h, w) of batch b: img_size square, or the rect shape.
@@ -82,6 +87,7 @@ class Loader {
   };
 
   void worker_main(Worker& w);
+  void start_threads(int n);
   void stop_threads();
   void drain(std::unique_lock<std::mutex>& lock);
   bool sample_claimable() const;

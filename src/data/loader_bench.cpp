@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include "data/dataset_config.h"
+#include "data/dataset_files.h"
 #include "data/image_decode.h"
 #include "data/label_index.h"
 
@@ -50,10 +50,11 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
   std::string bytes;
   double t0 = thread_cpu_seconds();
   for (const auto& r : records) {
-    std::ifstream in(r.image_path, std::ios::binary | std::ios::ate);
-    bytes.resize(static_cast<size_t>(std::max<std::streamoff>(0, in.tellg())));
-    in.seekg(0).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!in || bytes.empty()) throw ImageError("cannot read " + r.image_path);
+    FileBytes file;  // files in folders and in packs alike
+    std::string error;
+    if (!read_file_bytes(r.image_path, &file, &error) || file.size() == 0)
+      throw ImageError(error.empty() ? "empty image file " + r.image_path : error);
+    bytes.assign(reinterpret_cast<const char*>(file.data()), file.size());  // the copy a read() makes
   }
   p.read = 1e3 * (thread_cpu_seconds() - t0) / n;
   std::vector<cv::Mat> raw(records.size()), images(records.size());  // as decoded / as loaded (untimed)

@@ -14,6 +14,7 @@
 #include "data/index_report.h"
 #include "data/label_index.h"
 #include "data/loader.h"
+#include "data/worker_tuning.h"
 #include "profile/report_json.h"
 #include "profile/system_sampler.h"
 #include "profile/verdict.h"
@@ -38,14 +39,6 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
-
-torch::Device parse_device(const std::string& d) {
-  if (d.empty() || d == "cpu") return torch::kCPU;
-  std::string s = d.rfind("cuda", 0) == 0 ? d : "cuda:" + d;
-  if (s == "cuda") s = "cuda:0";
-  if (!torch::cuda::is_available()) throw std::runtime_error("--device " + d + ": CUDA is not available in this build/machine");
-  return torch::Device(s);
-}
 
 CacheMode parse_cache(const std::string& c) {
   if (c == "none" || c.empty() || c == "false") return CacheMode::none;
@@ -97,7 +90,7 @@ TrainResult train(TrainOptions opt) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   torch::set_num_threads(cores);
   torch::manual_seed(opt.seed);
-  const int workers = opt.workers >= 0 ? opt.workers : default_workers(cores);
+  int workers = opt.workers >= 0 ? opt.workers : default_workers(cores);  // auto: refined once the loader exists
 
   const std::string save_dir = resume_ckpt.empty() ? make_run_dir(opt.project, opt.name, opt.exist_ok).save_dir
                                                    : fs::path(resume_ckpt).parent_path().parent_path().string();
@@ -161,6 +154,11 @@ TrainResult train(TrainOptions opt) {
   lo.cache = parse_cache(opt.cache);
   lo.hyp = hyp;
   Loader loader(train_index.records, lo);
+  if (opt.workers < 0) {  // --workers auto
+    const WorkerChoice choice = choose_workers(loader, std::min(cores, 16));
+    workers = choice.workers;
+    std::cout << "--workers auto: " << format_worker_curve(choice) << "\n";
+  }
   const int nb = static_cast<int>(loader.batches_per_epoch());
 
   ValOptions vo;

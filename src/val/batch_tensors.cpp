@@ -3,6 +3,14 @@
 
 namespace kestrel {
 
+torch::Device parse_device(const std::string& device) {
+  if (device.empty() || device == "cpu") return torch::kCPU;
+  std::string s = device.rfind("cuda", 0) == 0 ? device : "cuda:" + device;
+  if (s == "cuda") s = "cuda:0";
+  if (!torch::cuda::is_available()) throw std::runtime_error("--device " + device + ": CUDA is not available in this build/machine");
+  return torch::Device(s);
+}
+
 torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half) {
   // from_blob does not copy; the first .to() below makes the copy, so the loader may reuse its
   // buffer as soon as this returns.

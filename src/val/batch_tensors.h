@@ -3,9 +3,15 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <string>
+
 #include "data/types.h"
 
 namespace kestrel {
+
+// --device as YOLOv5 takes it: "cpu" (or empty), "0", "cuda", "cuda:1". Throws when CUDA is asked for
+// and not available.
+torch::Device parse_device(const std::string& device);
 
 // [n,3,h,w] float (or half) in 0..1 on `device`, channels-last (models run with channels-last weights).
 torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half = false);

@@ -21,6 +21,7 @@
 #include "data/image_decode.h"
 #include "data/label_index.h"
 #include "data/loader.h"
+#include "data/worker_tuning.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -126,6 +127,43 @@ TEST(Loader, BatchesAreIdenticalForAnyWorkerCount) {
       EXPECT_TRUE(run_epoch(records, o, 1) == reference) << "workers " << workers << " augment " << augment;
     }
   }
+}
+
+TEST(Loader, SetWorkersKeepsBatchesIdentical) {
+  const auto records = tiny_dataset(test::temp_dir("loader_set_workers"), 10);
+  const auto reference = run_epoch(records, small_options(1), 2);
+  Loader loader(records, small_options(3));
+  loader.start_epoch(2);
+  ASSERT_NE(loader.next(), nullptr);  // an epoch in flight is cancelled by set_workers
+  for (int workers : {1, 4, 2}) {
+    loader.set_workers(workers);
+    EXPECT_EQ(loader.workers(), workers);
+    EXPECT_TRUE(run_epoch(loader, 2) == reference) << "workers " << workers;
+  }
+  // every sample built by threads that went is still counted
+  EXPECT_GE(loader.stage_times().calls[static_cast<int>(Stage::augment)], 30u);
+  EXPECT_THROW(loader.set_workers(0), std::invalid_argument);
+}
+
+TEST(WorkerTuning, KneeIsTheSmallestCountWithinNoiseOfTheBest) {
+  EXPECT_EQ(knee_of({{1, 100}, {2, 190}, {3, 260}, {4, 268}, {5, 262}}, 0.05), 3);
+  EXPECT_EQ(knee_of({{1, 100}, {2, 101}, {3, 99}}, 0.05), 1);
+  EXPECT_EQ(knee_of({{1, 100}, {2, 150}, {3, 300}}, 0.05), 3);
+}
+
+TEST(WorkerTuning, ChoosesAMeasuredCountAndLeavesTheLoaderThere) {
+  const auto records = tiny_dataset(test::temp_dir("loader_auto"), 24);
+  Loader loader(records, small_options(2));
+  const WorkerChoice choice = choose_workers(loader, 3);
+  ASSERT_FALSE(choice.curve.empty());
+  for (size_t i = 0; i < choice.curve.size(); ++i) {
+    EXPECT_EQ(choice.curve[i].workers, static_cast<int>(i) + 1);
+    EXPECT_GT(choice.curve[i].images_per_second, 0);
+  }
+  EXPECT_EQ(choice.workers, knee_of(choice.curve, 0.05));
+  EXPECT_EQ(loader.workers(), choice.workers);
+  EXPECT_TRUE(run_epoch(loader, 1) == run_epoch(records, small_options(1), 1));
+  EXPECT_NE(format_worker_curve(choice).find("-> " + std::to_string(choice.workers)), std::string::npos);
 }
 
 TEST(Loader, EpochOrderChangesWithEpochAndIsReproducible) {

@@ -1,0 +1,131 @@
+// detect.py's inference path on one image, its txt lines and its annotated image.
+#include "val/detect.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <opencv2/imgproc.hpp>
+
+#include "data/letterbox.h"
+#include "eval/boxes.h"
+#include "eval/nms.h"
+#include "val/batch_tensors.h"
+
+namespace kestrel {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Distinct, stable colours per class: hues spaced by the golden angle, bright and saturated.
+cv::Scalar class_colour(int cls) {
+  const double hue = std::fmod(cls * 0.618033988749895, 1.0) * 180.0;  // OpenCV hue range 0..180
+  cv::Mat hsv(1, 1, CV_8UC3, cv::Scalar(hue, 200, 240)), bgr;
+  cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
+  const auto p = bgr.at<cv::Vec3b>(0, 0);
+  return cv::Scalar(p[0], p[1], p[2]);
+}
+
+std::string class_name(int cls, const std::vector<std::string>& names) {
+  return cls >= 0 && cls < static_cast<int>(names.size()) ? names[cls] : "class" + std::to_string(cls);
+}
+}  // namespace
+
+Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
+                        const torch::Device& device) {
+  Detections out;
+  auto t0 = std::chrono::steady_clock::now();
+  const int stride = static_cast<int>(model.stride().empty() ? 32 : model.stride().back());
+  cv::Mat boxed;
+  letterbox(image, options.img_size, options.img_size, /*auto_pad=*/true, /*scaleup=*/true, boxed, nullptr, stride);
+  Batch batch;  // one image as the loader would hand it over: RGB NCHW uint8
+  batch.n = 1;
+  batch.h = out.input_h = boxed.rows;
+  batch.w = out.input_w = boxed.cols;
+  batch.pixels.resize(static_cast<size_t>(3) * boxed.rows * boxed.cols);
+  std::vector<cv::Mat> rgb_planes;  // views into the batch buffer
+  for (int c = 0; c < 3; ++c)
+    rgb_planes.emplace_back(boxed.rows, boxed.cols, CV_8UC1, batch.pixels.data() + static_cast<size_t>(c) * boxed.rows * boxed.cols);
+  const int bgr_to_rgb[] = {2, 0, 1, 1, 0, 2};
+  cv::mixChannels(std::vector<cv::Mat>{boxed}, rgb_planes, bgr_to_rgb, 3);
+  const torch::Tensor input = batch_images(batch, device, options.half);
+  out.ms_pre = ms_since(t0);
+
+  torch::NoGradGuard no_grad;
+  t0 = std::chrono::steady_clock::now();
+  const torch::Tensor decoded = model.decode(model.forward(input));
+  out.ms_inference = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  NmsOptions nms;
+  nms.conf_thres = options.conf_thres;
+  nms.iou_thres = options.iou_thres;
+  nms.max_det = options.max_det;
+  nms.classes = options.classes;
+  nms.agnostic = options.agnostic;
+  torch::Tensor det = non_max_suppression(decoded.to(torch::kFloat32), nms)[0].to(torch::kCPU);
+  if (det.size(0)) {
+    scale_boxes(det, out.input_h, out.input_w, image.rows, image.cols);
+    det.slice(1, 0, 4).round_();
+  }
+  out.boxes = det;
+  out.ms_nms = ms_since(t0);
+  return out;
+}
+
+std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf) {
+  std::string text;
+  if (!boxes.defined() || boxes.size(0) == 0) return text;
+  const torch::Tensor gain = torch::tensor({image_w, image_h, image_w, image_h}, torch::kFloat32);
+  const torch::Tensor xywh = xyxy2xywh(boxes.slice(1, 0, 4).contiguous()) / gain;  // float32, as YOLOv5
+  const auto b = boxes.accessor<float, 2>();
+  const auto n = xywh.accessor<float, 2>();
+  char buf[160];
+  for (int64_t i = boxes.size(0) - 1; i >= 0; --i) {
+    int len = std::snprintf(buf, sizeof buf, "%g %g %g %g %g", static_cast<double>(b[i][5]), static_cast<double>(n[i][0]),
+                            static_cast<double>(n[i][1]), static_cast<double>(n[i][2]), static_cast<double>(n[i][3]));
+    if (save_conf) len += std::snprintf(buf + len, sizeof buf - len, " %g", static_cast<double>(b[i][4]));
+    text.append(buf, len).push_back('\n');
+  }
+  return text;
+}
+
+std::string summarize_detections(const torch::Tensor& boxes, const std::vector<std::string>& names) {
+  if (!boxes.defined() || boxes.size(0) == 0) return "(no detections), ";
+  std::map<int, int> counts;
+  for (int64_t i = 0; i < boxes.size(0); ++i) ++counts[static_cast<int>(boxes[i][5].item<float>())];
+  std::string s;
+  for (const auto& [cls, n] : counts) s += std::to_string(n) + " " + class_name(cls, names) + (n > 1 ? "s" : "") + ", ";
+  return s;
+}
+
+void draw_detections(cv::Mat& image, const torch::Tensor& boxes, const std::vector<std::string>& names, int line_width,
+                     bool hide_labels, bool hide_conf) {
+  if (!boxes.defined()) return;
+  // YOLOv5's default thickness: about 0.3% of the mean side, at least 2 px.
+  const int lw = line_width > 0 ? line_width : std::max(static_cast<int>(std::lround((image.rows + image.cols + image.channels()) / 2.0 * 0.003)), 2);
+  const int font_thickness = std::max(lw - 1, 1);
+  const double font_scale = lw / 3.0;
+  const auto b = boxes.accessor<float, 2>();
+  for (int64_t i = boxes.size(0) - 1; i >= 0; --i) {  // highest confidence drawn last, on top
+    const int cls = static_cast<int>(b[i][5]);
+    const cv::Scalar colour = class_colour(cls);
+    const cv::Point p1(static_cast<int>(b[i][0]), static_cast<int>(b[i][1])), p2(static_cast<int>(b[i][2]), static_cast<int>(b[i][3]));
+    cv::rectangle(image, p1, p2, colour, lw, cv::LINE_AA);
+    if (hide_labels) continue;
+    char conf[16];
+    std::snprintf(conf, sizeof conf, " %.2f", static_cast<double>(b[i][4]));
+    const std::string label = class_name(cls, names) + (hide_conf ? "" : conf);
+    int baseline = 0;
+    const cv::Size ts = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, font_scale, font_thickness, &baseline);
+    const bool above = p1.y - ts.height - 3 >= 0;  // label above the box when it fits, else inside
+    const cv::Point q1(p1.x, above ? p1.y - ts.height - 3 : p1.y), q2(p1.x + ts.width, above ? p1.y : p1.y + ts.height + 3);
+    cv::rectangle(image, q1, q2, colour, cv::FILLED, cv::LINE_AA);
+    cv::putText(image, label, cv::Point(p1.x, above ? p1.y - 2 : p1.y + ts.height + 2), cv::FONT_HERSHEY_SIMPLEX,
+                font_scale, cv::Scalar(255, 255, 255), font_thickness, cv::LINE_AA);
+  }
+}
+
+}  // namespace kestrel

@@ -1,0 +1,48 @@
+// Inference on single images as YOLOv5's detect.py does it: letterbox with minimal (stride-multiple)
+// padding, one forward, NMS with detect.py's defaults (conf 0.25, IoU 0.45, best class only, 1000
+// detections), boxes mapped back to the original image and rounded to whole pixels. Plus the two
+// outputs detect.py writes: YOLO txt lines and an annotated image.
+#pragma once
+#include <torch/torch.h>
+
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+#include "model/detection_model.h"
+
+namespace kestrel {
+
+struct DetectOptions {
+  int img_size = 640;
+  double conf_thres = 0.25, iou_thres = 0.45;
+  int max_det = 1000;
+  std::vector<int> classes;  // keep only these classes; empty keeps all
+  bool agnostic = false;     // class-agnostic NMS
+  bool half = false;         // fp16 inference (CUDA)
+};
+
+struct Detections {
+  torch::Tensor boxes;   // float32 [k,6] on the CPU: x1, y1, x2, y2 (original pixels), conf, cls
+  int input_h = 0, input_w = 0;  // the letterboxed network input size
+  double ms_pre = 0, ms_inference = 0, ms_nms = 0;
+};
+
+// `image`: BGR uint8 as decode_image gives it. The model should be in eval mode (fused for speed).
+Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
+                        const torch::Device& device);
+
+// The --save-txt file content: one "cls cx cy w h[ conf]" line per detection, normalised by the
+// original image size, numbers as Python's "%g", lowest confidence first (detect.py walks
+// reversed(det)). Empty when there are no detections.
+std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf);
+
+// detect.py's per-image summary: "2 persons, 1 bus, " (classes in ascending order), or
+// "(no detections), ".
+std::string summarize_detections(const torch::Tensor& boxes, const std::vector<std::string>& names);
+
+// Draws boxes with "name conf" labels. line_width 0 picks YOLOv5's default from the image size.
+void draw_detections(cv::Mat& image, const torch::Tensor& boxes, const std::vector<std::string>& names,
+                     int line_width = 0, bool hide_labels = false, bool hide_conf = false);
+
+}  // namespace kestrel
