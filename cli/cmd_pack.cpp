@@ -39,7 +39,8 @@ void register_pack(CLI::App& app) {
       if (o.out.empty()) throw std::runtime_error("--unpack needs --out <folder>");
       return report_check(unpack_pack(unpack, o.out), "unpacked into " + o.out);
     }
-    if (o.data_yaml.empty() || o.out.empty()) throw std::runtime_error("pack needs --data <data.yaml> and --out <file.kpack>");
+    if (o.data_yaml.empty() || o.out.empty())
+      throw std::runtime_error("pack needs --data <data.yaml> and --out <file.kpack>");
     ProgressCallback scan_progress("scan"), pack_progress("pack");
     o.scan.progress = scan_progress.callback();
     o.progress = pack_progress.callback();
@@ -48,6 +49,8 @@ void register_pack(CLI::App& app) {
     std::cout << "scan: " << format_scan_summary(s.scan) << "\n";
     std::cout << "packed " << s.images << " images, " << s.labels << " label files";
     if (s.orphan_labels) std::cout << " (+" << s.orphan_labels << " without images)";
+    if (!s.unreadable.empty())
+      std::cout << "; " << s.unreadable.size() << " unreadable file(s) left out, e.g. " << s.unreadable[0];
     if (o.max_side > 0) std::cout << ", " << s.reencoded << " re-encoded at max side " << o.max_side;
     std::cout << ": " << megabytes(s.source_bytes) << " read -> " << o.out << " " << megabytes(s.pack_bytes);
     std::printf(" in %.1f s\n", s.seconds);
@@ -58,7 +61,8 @@ void register_pack(CLI::App& app) {
   });
   cmd->add_option("--data", o.data_yaml, "data.yaml of the dataset to pack");
   cmd->add_option("--out", o.out, "the pack file to write (*.kpack), or the folder to unpack into");
-  cmd->add_option("--max-side", o.max_side, "re-encode images whose long side exceeds this (default: store the original bytes)");
+  cmd->add_option("--max-side", o.max_side,
+                  "re-encode images whose long side exceeds this (default: store the original bytes)");
   cmd->add_option("--quality", o.jpeg_quality, "JPEG quality of re-encoded images");
   cmd->add_option("--workers", o.threads, "threads (default: all cores)");
   cmd->add_option("--verify", verify, "re-read a pack and check every file against its checksum");

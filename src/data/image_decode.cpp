@@ -12,6 +12,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "data/dataset_files.h"
+#include "data/stage_timer.h"
 
 namespace kestrel {
 namespace {
@@ -48,7 +49,7 @@ int tiff_orientation(const unsigned char* t, size_t n) {
   const size_t count = u16(ifd);
   for (size_t i = 0; i < count; ++i) {
     const size_t entry = ifd + 2 + 12 * i;
-    if (entry > n - 12) break;
+    if (entry + 12 > n) break;  // (n - 12 would wrap for a block shorter than one entry)
     if (u16(entry) != 0x0112) continue;
     const unsigned type = u16(entry + 2);
     const unsigned value = type == 3 ? u16(entry + 8) : type == 4 ? u32(entry + 8) : 0;  // SHORT or LONG
@@ -271,7 +272,11 @@ void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out,
                        std::string* warning) {
   FileBytes bytes;
   std::string error;
-  if (!read_file_bytes(path, &bytes, &error)) throw ImageError(error);
+  {
+    ScopedStage timer(Stage::read);
+    if (!read_file_bytes(path, &bytes, &error)) throw ImageError(error);
+  }
+  ScopedStage timer(Stage::decode);
   decode_image_bytes(bytes.data(), bytes.size(), path, min_long_side, out, full_w, full_h, warning);
 }
 
@@ -299,6 +304,7 @@ cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, 
     std::swap(out, decoded);
     return out;
   }
+  ScopedStage timer(Stage::resize);
   cv::Mat resized;
   cv::resize(decoded, resized, target, 0, 0, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
   return resized;

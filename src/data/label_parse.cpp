@@ -131,7 +131,8 @@ ParsedLabels parse_label_text(std::string_view text, int nc, bool single_cls) {
     const auto [it, first] = first_line_of.emplace(r.row, line.number);
     if (!first) {
       ++out.duplicates;
-      out.faults.push_back({FaultKind::label_duplicate_line, line.number, "same row as line " + std::to_string(it->second), true});
+      out.faults.push_back(
+          {FaultKind::label_duplicate_line, line.number, "same row as line " + std::to_string(it->second), true});
       continue;
     }
     if (r.keep_with_fault) out.faults.push_back({r.kind, line.number, r.detail, false});

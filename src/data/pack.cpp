@@ -36,13 +36,15 @@ namespace pf = pack_format;
 
 // One file to store.
 struct Item {
+  enum class Role { image, label, orphan_label };
   std::string rel;     // key in the pack
   std::string source;  // where it is read from
-  bool image = false;
+  Role role = Role::image;
 };
 
 // The file's bytes as they go into the pack.
 struct Stored {
+  bool readable = false;
   std::string bytes;
   uint64_t hash = 0;
   bool reencoded = false;
@@ -113,12 +115,37 @@ bool shrink_image(std::string& bytes, const std::string& name, int max_side, int
 Stored load_item(const Item& item, const PackOptions& o) {
   FileBytes file;
   std::string error;
-  if (!read_file_bytes(item.source, &file, &error)) throw std::runtime_error("pack: " + error);
   Stored s;
+  if (!read_file_bytes(item.source, &file, &error)) return s;  // the scan reports it as unreadable
+  s.readable = true;
   s.bytes.assign(reinterpret_cast<const char*>(file.data()), file.size());
-  if (item.image && o.max_side > 0) s.reencoded = shrink_image(s.bytes, item.source, o.max_side, o.jpeg_quality);
+  if (item.role == Item::Role::image && o.max_side > 0)
+    s.reencoded = shrink_image(s.bytes, item.source, o.max_side, o.jpeg_quality);
   s.hash = content_hash64(s.bytes.data(), s.bytes.size());
   return s;
+}
+
+// The files to store, sorted by key: the images, their label files (under the key label_path_for_image
+// gives inside the pack, so that unpacking puts them where the folder had them), and the label files
+// without images.
+std::vector<Item> gather_items(const std::set<std::string>& images, const std::vector<std::string>& sources,
+                               const std::string& root) {
+  std::vector<Item> items;
+  std::vector<std::string> label_paths;
+  for (const std::string& image : images) {
+    const std::string rel = relative_key(image, root);
+    items.push_back({rel, image, Item::Role::image});
+    const std::string label = label_path_for_image(image);
+    label_paths.push_back(label);
+    if (file_stamp(label).size >= 0)
+      items.push_back({label_path_for_image("/" + rel).substr(1), label, Item::Role::label});
+  }
+  for (const std::string& orphan : find_orphan_labels(sources, label_paths))
+    items.push_back({relative_key(orphan, root), orphan, Item::Role::orphan_label});
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rel < b.rel; });
+  items.erase(std::unique(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rel == b.rel; }),
+              items.end());  // two images sharing one label file
+  return items;
 }
 
 MDB_val to_val(const std::string& s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
@@ -225,31 +252,13 @@ PackSummary pack_dataset(const PackOptions& o) {
 
   // The files: every image once, its label file, and the label files without images.
   PackSummary summary;
-  std::vector<std::pair<std::string, std::string>> split_lists;  // split -> relative image paths, one per line
+  std::vector<std::pair<std::string, std::vector<std::string>>> split_images;
   std::set<std::string> images;
   for (const auto& [name, sources] : splits) {
-    const std::vector<std::string> split_images = list_image_files(sources);
-    std::string list;
-    for (const std::string& image : split_images) list += relative_key(image, cfg.root) + "\n";
-    split_lists.emplace_back(name, list);
-    summary.splits.emplace_back(name, split_images.size());
-    images.insert(split_images.begin(), split_images.end());
+    split_images.emplace_back(name, list_image_files(sources));
+    images.insert(split_images.back().second.begin(), split_images.back().second.end());
   }
-  std::vector<Item> items;
-  std::vector<std::string> label_paths;
-  for (const std::string& image : images) {
-    const std::string rel = relative_key(image, cfg.root);
-    items.push_back({rel, image, true});
-    const std::string label = label_path_for_image(image);
-    label_paths.push_back(label);
-    if (file_stamp(label).size >= 0) items.push_back({label_path_for_image("/" + rel).substr(1), label, false}), ++summary.labels;
-  }
-  for (const std::string& orphan : find_orphan_labels(all_sources, label_paths))
-    items.push_back({relative_key(orphan, cfg.root), orphan, false}), ++summary.orphan_labels;
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rel < b.rel; });
-  items.erase(std::unique(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rel == b.rel; }),
-              items.end());  // two images sharing one label file
-  summary.images = images.size();
+  const std::vector<Item> items = gather_items(images, all_sources, cfg.root);
 
   ScanOptions scan_options = o.scan;
   scan_options.nc = cfg.nc;
@@ -257,7 +266,8 @@ PackSummary pack_dataset(const PackOptions& o) {
 
   // Room for every file plus a page of rounding each, and the tree pages; the file only grows as written.
   uint64_t estimate = 64u << 20;
-  for (const Item& item : items) estimate += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size)) + 8192;
+  for (const Item& item : items)
+    estimate += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size)) + 8192;
   const std::string tmp = o.out + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
   fs::remove(tmp, ec);
@@ -277,8 +287,15 @@ PackSummary pack_dataset(const PackOptions& o) {
       parallel_for(n, threads, [&](size_t i) { chunk[i] = load_item(items[begin + i], o); });
       for (size_t i = 0; i < n; ++i) {
         const Item& item = items[begin + i];
+        if (!chunk[i].readable) {
+          summary.unreadable.push_back(item.source);
+          continue;
+        }
         summary.source_bytes += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size));
         summary.reencoded += chunk[i].reencoded;
+        ++(item.role == Item::Role::image ? summary.images
+           : item.role == Item::Role::label ? summary.labels
+                                            : summary.orphan_labels);
         writer.append(writer.files, item.rel, chunk[i].bytes);
         writer.append(writer.checksums, item.rel, hash_bytes(chunk[i].hash));
       }
@@ -292,11 +309,21 @@ PackSummary pack_dataset(const PackOptions& o) {
                               {"orphan_labels", summary.orphan_labels},
                               {"max_side", o.max_side},
                               {"reencoded", summary.reencoded}};
-    for (const auto& [name, count] : summary.splits) dataset["splits"][name] = count;
+    // The split lists name what was stored: an image that could not be read is left out, as the index
+    // of the folder leaves it out.
+    const std::set<std::string> unreadable(summary.unreadable.begin(), summary.unreadable.end());
+    for (const auto& [name, split] : split_images) {
+      std::string list;
+      size_t count = 0;
+      for (const std::string& image : split)
+        if (!unreadable.count(image)) list += relative_key(image, cfg.root) + "\n", ++count;
+      writer.put(writer.meta, pf::kSplitKeyPrefix + name, list);
+      summary.splits.emplace_back(name, count);
+      dataset["splits"][name] = count;
+    }
     writer.put(writer.meta, pf::kFormatKey, pf::kFormat);
     writer.put(writer.meta, pf::kDatasetKey, dataset.dump(1));
     writer.put(writer.meta, pf::kScanKey, relative_scan_json(summary.scan, cfg.root));
-    for (const auto& [name, list] : split_lists) writer.put(writer.meta, pf::kSplitKeyPrefix + name, list);
     writer.finish();
   } catch (...) {
     fs::remove(tmp, ec);

@@ -25,6 +25,7 @@ struct PackOptions {
 struct PackSummary {
   std::vector<std::pair<std::string, size_t>> splits;  // split -> images
   size_t images = 0, labels = 0, orphan_labels = 0, reencoded = 0;
+  std::vector<std::string> unreadable;  // files that could not be read (missing...): not packed
   uint64_t source_bytes = 0;  // the files as read
   uint64_t pack_bytes = 0;    // the pack file
   std::string yaml_path;      // the data.yaml written beside the pack
@@ -35,7 +36,9 @@ struct PackSummary {
 // Stores every image of every split (train, val and test when given) once, under its path relative to the
 // dataset root (images outside it under "external/<absolute path>"), its label file under the path
 // label_path_for_image gives inside the pack, and the label files without images found beside them, so that
-// unpacking rebuilds the images/ and labels/ folders. Bytes are stored as read, except with max_side: JPEG,
+// unpacking rebuilds the images/ and labels/ folders. A file that cannot be read (a list file may name a
+// missing image) is left out, of the split lists too; the scan report records why. Bytes are stored as
+// read, except with max_side: JPEG,
 // PNG, WebP and BMP images whose long side exceeds it are decoded (EXIF applied), resized (INTER_AREA, sizes
 // truncated as YOLOv5's load_image does) and re-encoded in their own format. Each file gets a
 // content_hash64 checksum. The meta database gets the class names, the split lists and the scan report.

@@ -84,7 +84,8 @@ PackReader::PackReader(const std::string& pack_file) : path_(pack_file) {
     env_ = nullptr;
     fail(path_, "cannot read pack", rc);
   }
-  const std::pair<const char*, unsigned*> dbs[] = {{pf::kFilesDb, &files_}, {pf::kChecksumsDb, &checksums_}, {pf::kMetaDb, &meta_}};
+  const std::pair<const char*, unsigned*> dbs[] = {
+      {pf::kFilesDb, &files_}, {pf::kChecksumsDb, &checksums_}, {pf::kMetaDb, &meta_}};
   for (const auto& [name, dbi] : dbs) {
     rc = mdb_dbi_open(txn, name, 0, dbi);
     if (rc) {

@@ -12,6 +12,7 @@
 #include "data/letterbox.h"
 #include "data/mosaic.h"
 #include "data/perspective.h"
+#include "data/stage_timer.h"
 #include "data/warp_pieces.h"
 
 namespace kestrel {
@@ -118,6 +119,7 @@ void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_siz
     build_letterboxed(load, index, d, p, shape_h, shape_w, direct, out.bgr, boxes, out.info);
   }
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
+  ScopedStage colour_timer(Stage::colour);
   if (direct) {
     augment_hsv_strips(out.bgr, d.hsv);  // the image is already flipped; HSV is per pixel
   } else {

@@ -92,6 +92,7 @@ void check_image_file(const std::string& path, ImageCheck& c, cv::Mat& scratch) 
   } catch (const ImageError& e) {
     decode_error = e.what();
   }
+  if (warning.rfind(path + ": ", 0) == 0) warning.erase(0, path.size() + 2);  // the fault names the file already
   if (truncated) {
     std::string detail = format == ImageFormat::jpeg ? "JPEG has no end marker (FF D9)" : "PNG has no IEND chunk";
     const std::string& why = decode_error.empty() ? warning : decode_error;
@@ -191,7 +192,8 @@ bool load_cache(const std::string& path, uint64_t key, ScanReport* report) {
 
 void store_cache(const std::string& beside, const std::string& user, uint64_t key, const ScanReport& report,
                  std::string* written) {
-  const nlohmann::json j = {{"version", kCacheVersion}, {"key", key}, {"report", nlohmann::json::parse(scan_report_to_json(report))}};
+  const nlohmann::json j = {
+      {"version", kCacheVersion}, {"key", key}, {"report", nlohmann::json::parse(scan_report_to_json(report))}};
   const std::string bytes = j.dump();
   const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
   for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
@@ -273,7 +275,10 @@ ScanReport scan_dataset(const std::vector<std::string>& sources, const ScanOptio
 
 std::string scan_report_to_json(const ScanReport& r) {
   nlohmann::json counts = nlohmann::json::object();
-  for (int k = 0; k < kFaultKindCount; ++k) counts[fault_kind_info(static_cast<FaultKind>(k)).name] = r.count(static_cast<FaultKind>(k));
+  for (int k = 0; k < kFaultKindCount; ++k) {
+    const FaultKind kind = static_cast<FaultKind>(k);
+    counts[fault_kind_info(kind).name] = r.count(kind);
+  }
   nlohmann::json faults = nlohmann::json::array();
   for (const Fault& f : r.faults)
     faults.push_back({{"kind", fault_kind_info(f.kind).name}, {"file", f.file}, {"line", f.line}, {"detail", f.detail}});

@@ -17,7 +17,9 @@ namespace {
 
 std::string where(const Fault& f) { return f.line ? f.file + ":" + std::to_string(f.line) : f.file; }
 
-std::string padded(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+std::string padded(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
 
 // "./rel" for a path inside folder, else the path itself.
 std::string list_entry(const std::string& path, const std::string& folder) {
@@ -42,7 +44,8 @@ std::string format_scan_table(const ScanReport& r, size_t max_listed) {
   out += "\n";
   std::map<FaultKind, size_t> listed;
   for (const Fault& f : r.faults)
-    if (listed[f.kind]++ < max_listed) out += "  " + where(f) + ": " + fault_kind_info(f.kind).title + ": " + f.detail + "\n";
+    if (listed[f.kind]++ < max_listed)
+      out += "  " + where(f) + ": [" + fault_kind_info(f.kind).name + "] " + f.detail + "\n";
   for (const auto& [kind, n] : listed)
     if (n > max_listed)
       out += "  ... and " + std::to_string(n - max_listed) + " more '" + fault_kind_info(kind).title +
@@ -55,8 +58,8 @@ std::string format_scan_summary(const ScanReport& r) {
                     std::to_string(r.backgrounds) + " backgrounds), " + std::to_string(r.instances) + " instances; ";
   std::string faults;
   for (int k = 0; k < kFaultKindCount; ++k) {
-    const size_t n = r.count(static_cast<FaultKind>(k));
-    if (n) faults += (faults.empty() ? "" : ", ") + std::to_string(n) + " " + fault_kind_info(static_cast<FaultKind>(k)).title;
+    const FaultKind kind = static_cast<FaultKind>(k);
+    if (const size_t n = r.count(kind)) faults += (faults.empty() ? "" : ", ") + std::to_string(n) + " " + fault_kind_info(kind).title;
   }
   out += faults.empty() ? "no faults" : "faults: " + faults;
   if (!r.quarantined.empty()) out += "; " + std::to_string(r.quarantined.size()) + " image(s) unfit for training";

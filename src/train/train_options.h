@@ -25,7 +25,7 @@ struct TrainOptions {
   bool multi_scale = false;
   bool single_cls = false;
   std::string optimizer = "SGD";
-  int workers = -1;             // loader threads; -1 = chosen from the core count
+  int workers = -1;             // loader threads; -1 = auto (measured, see data/worker_tuning.h)
   int prefetch = 4;             // batches prepared ahead
   std::string project = "runs/train";
   std::string name = "exp";

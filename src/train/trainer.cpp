@@ -14,11 +14,14 @@
 #include "data/index_report.h"
 #include "data/label_index.h"
 #include "data/loader.h"
+#include "data/scan.h"
+#include "data/scan_report.h"
 #include "data/worker_tuning.h"
 #include "profile/report_json.h"
 #include "profile/system_sampler.h"
 #include "profile/verdict.h"
 #include "report/progress_bar.h"
+#include "report/progress_callback.h"
 #include "report/results_csv.h"
 #include "report/run_dir.h"
 #include "train/checkpoint.h"
@@ -114,6 +117,20 @@ TrainResult train(TrainOptions opt) {
   std::cout << "train: " << format_index_stats(train_index.stats) << "\n";
   std::cout << "val: " << format_index_stats(val_index.stats) << "\n";
   if (train_index.records.empty()) throw std::runtime_error(opt.data + ": no training images found");
+  {
+    // The health check (data/scan.h): the index already skips what cannot be used; this says what is wrong.
+    // Decodes every image once per dataset version, then costs a stat per file (cached).
+    ProgressCallback progress("scan");
+    ScanOptions so;
+    so.nc = data.nc, so.single_cls = opt.single_cls;
+    if (opt.progress) so.progress = progress.callback();
+    std::vector<std::string> sources = data.train;
+    sources.insert(sources.end(), data.val.begin(), data.val.end());
+    const ScanReport scan = scan_dataset(sources, so);
+    progress.close();
+    std::cout << "scan: " << format_scan_summary(scan)
+              << (scan.faults.empty() ? "" : "; every fault: kestrel scan --data " + opt.data) << "\n";
+  }
 
   // ---- model
   BuiltModel built = build_model(opt.cfg.empty() && opt.weights.empty() ? "yolov5s.yaml" : opt.cfg, opt.weights, nc);
@@ -347,7 +364,7 @@ TrainResult train(TrainOptions opt) {
   if (last_val.metrics.images) std::cout << format_val_table(last_val.metrics, names, true) << format_val_speed(last_val, opt.img_size, vo.batch_size) << "\n";
 
   VerdictInput vin{result.timeline, sampler.summarize(0), device.is_cuda(), workers, largest_stage_name(loader.stage_times())};
-  const Verdict verdict = judge(vin);
+  const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";
   write_run_report(save_dir + "/report.json", result.timeline, sampler.samples(), verdict, !opt.noplots ? save_dir + "/timeline.png" : "");

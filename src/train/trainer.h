@@ -7,6 +7,7 @@
 
 #include "eval/metrics.h"
 #include "profile/timeline.h"
+#include "profile/verdict.h"
 #include "train/train_options.h"
 
 namespace kestrel {
@@ -19,6 +20,7 @@ struct TrainResult {
   StageTotals timeline;          // whole-run step timeline
   double seconds_per_epoch = 0;  // mean training time of an epoch (no validation)
   double seconds_per_val = 0;    // mean time of a validation pass
+  Verdict verdict;               // what limited the run (also in report.json)
 };
 
 TrainResult train(TrainOptions options);

@@ -147,6 +147,10 @@ TEST_F(ImageDecodeFiles, MalformedExifIsIgnored) {
   const Bytes cut(bytes.begin(), bytes.begin() + 20);  // header cut inside the Exif segment
   EXPECT_EQ(jpeg_exif_orientation(cut.data(), cut.size()), 1);
   EXPECT_EQ(decode_image(file("badexif.jpg", bytes)).size(), cv::Size(32, 32));
+  // Found by fuzz_image_header: a TIFF block shorter than one IFD entry once made the entry bound wrap.
+  const Bytes short_ifd = {0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x13, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0x00, 0x2A,
+                           0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xD9};
+  EXPECT_EQ(jpeg_exif_orientation(short_ifd.data(), short_ifd.size()), 1);
 }
 
 TEST_F(ImageDecodeFiles, PngGrayRgbaAnd16BitMatchCvImread) {

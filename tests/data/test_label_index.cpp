@@ -11,6 +11,7 @@
 
 #include "data/label_index.h"
 #include "image_fixtures.h"
+#include "scoped_cache_home.h"
 #include "test_support.h"
 
 namespace kestrel {
@@ -19,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::Bytes;
 using test::encode;
+using test::ScopedCacheHome;
 using test::test_picture;
 
 bool any_warning_contains(const DatasetIndex& index, const std::string& text) {
@@ -32,26 +34,6 @@ const ImageRecord* find_record(const DatasetIndex& index, const std::string& nam
     if (fs::path(r.image_path).filename() == name) return &r;
   return nullptr;
 }
-
-// Points the user cache at a fresh temp folder for the lifetime of a test.
-class ScopedCacheHome {
- public:
-  ScopedCacheHome() : dir_(test::temp_dir("xdg")) {
-    if (const char* old = std::getenv("XDG_CACHE_HOME")) old_ = old, had_old_ = true;
-    setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
-  }
-  ~ScopedCacheHome() {
-    if (had_old_)
-      setenv("XDG_CACHE_HOME", old_.c_str(), 1);
-    else
-      unsetenv("XDG_CACHE_HOME");
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_, old_;
-  bool had_old_ = false;
-};
 
 TEST(LabelIndex, LabelPathsFollowImg2labelPaths) {
   EXPECT_EQ(label_path_for_image("/d/images/train/a.jpg"), "/d/labels/train/a.txt");

@@ -145,6 +145,22 @@ TEST(Loader, SetWorkersKeepsBatchesIdentical) {
   EXPECT_THROW(loader.set_workers(0), std::invalid_argument);
 }
 
+TEST(StageTimes, LargestStagePrefersTheFinestTimedStage) {
+  StageTimes t;
+  auto set = [&](Stage s, uint64_t v) { t.ns[static_cast<int>(s)] = v; };
+  EXPECT_STREQ(largest_stage_name(t), "");
+  set(Stage::load, 10), set(Stage::read, 1), set(Stage::decode, 6), set(Stage::resize, 2);
+  set(Stage::augment, 8), set(Stage::colour, 3), set(Stage::collate, 1);
+  EXPECT_STREQ(largest_stage_name(t), "decode");  // mosaic/warp is 8 - 3 = 5
+  set(Stage::colour, 1);
+  EXPECT_STREQ(largest_stage_name(t), "mosaic/warp");
+  StageTimes cached;  // cache lookups: load has no timed parts and stands for itself
+  cached.ns[static_cast<int>(Stage::load)] = 9;
+  cached.ns[static_cast<int>(Stage::augment)] = 12;
+  cached.ns[static_cast<int>(Stage::colour)] = 4;
+  EXPECT_STREQ(largest_stage_name(cached), "load");
+}
+
 TEST(WorkerTuning, KneeIsTheSmallestCountWithinNoiseOfTheBest) {
   EXPECT_EQ(knee_of({{1, 100}, {2, 190}, {3, 260}, {4, 268}, {5, 262}}, 0.05), 3);
   EXPECT_EQ(knee_of({{1, 100}, {2, 101}, {3, 99}}, 0.05), 1);
