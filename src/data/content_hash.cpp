@@ -15,7 +15,7 @@ uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
 
 uint64_t load64(const unsigned char* p) {
   uint64_t v;
-  std::memcpy(&v, p, sizeof v);  // unaligned-safe; little-endian hosts only (the pack is read where written)
+  std::memcpy(&v, p, sizeof v);  // unaligned-safe; host order: packs are made and read on little-endian hosts
   return v;
 }
 

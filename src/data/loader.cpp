@@ -59,6 +59,9 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
   }
   mosaic_next_ = mosaic_now_ = opts_.use_mosaic;
   keep_freed_memory_in_heap();
+  // The loader parallelises over samples; OpenCV's own thread pool (TBB) inside each warp or colour
+  // conversion would only add threads that compete with the workers and with the model's compute.
+  cv::setNumThreads(0);
   load_ = [this](size_t i) { return load_image(i); };
 
   // Batch buffers: prefetch batches in flight while the consumer holds one, sized for the largest batch.

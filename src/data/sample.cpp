@@ -120,10 +120,8 @@ void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_siz
   }
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
   ScopedStage colour_timer(Stage::colour);
-  if (direct) {
-    augment_hsv_strips(out.bgr, d.hsv);  // the image is already flipped; HSV is per pixel
-  } else {
-    augment_hsv(out.bgr, d.hsv);
+  augment_hsv_strips(out.bgr, d.hsv);  // per pixel, so before or after the flips alike
+  if (!direct) {
     if (d.flip_ud) cv::flip(out.bgr, out.bgr, 0);
     if (d.flip_lr) cv::flip(out.bgr, out.bgr, 1);
   }

@@ -327,11 +327,16 @@ TEST(ScanCoco128, BrokenCopyReportsExactlyTheInjectedFaults) {
   KESTREL_REQUIRE_SHARED(coco, "data/coco128");
   test::ScopedCacheHome cache_home;
   const std::string root = test::temp_dir("coco_broken");
-  fs::copy(coco + "/images", root + "/images", fs::copy_options::recursive);
-  fs::copy(coco + "/labels", root + "/labels", fs::copy_options::recursive);
-  for (const auto& entry : fs::recursive_directory_iterator(root))
-    fs::permissions(entry.path(), fs::perms::owner_write, fs::perm_options::add);
-  fs::permissions(root, fs::perms::owner_all);
+  for (const char* folder : {"/images", "/labels"}) {  // a writable copy of a read-only tree
+    for (const auto& entry : fs::recursive_directory_iterator(coco + folder)) {
+      const fs::path target = root + folder + "/" + fs::relative(entry.path(), coco + folder).string();
+      fs::create_directories(entry.is_directory() ? target : target.parent_path());
+      if (entry.is_regular_file()) {
+        fs::copy_file(entry.path(), target);
+        fs::permissions(target, fs::perms::owner_write, fs::perm_options::add);
+      }
+    }
+  }
   const std::string images = root + "/images/train2017", labels = root + "/labels/train2017";
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(images)) files.push_back(e.path().string());
