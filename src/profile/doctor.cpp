@@ -158,8 +158,8 @@ std::vector<DoctorLine> run_doctor(const TorchFacts& torch, const std::string& d
                  network ? "data on a network file system: copy it to a local disk, pack it (kestrel pack) or use --cache" : ""});
 
   out.push_back({"LibTorch", torch.version, ""});
-  out.push_back({"compute threads", std::to_string(torch.intra_op_threads),
-                 torch.intra_op_threads < cores / 2 ? "LibTorch uses few threads: kestrel sets them from the core count; check OMP_NUM_THREADS" : ""});
+  // LibTorch's own default (often 1 with Debian's build); kestrel's commands set one per core.
+  out.push_back({"compute threads", std::to_string(torch.intra_op_threads) + " by LibTorch's default; kestrel train/val use " + std::to_string(cores), ""});
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   out.push_back({"OMP_WAIT_POLICY", wait ? wait : "(unset)",
                  wait && std::string(wait) == "PASSIVE" || wait && std::string(wait) == "passive" ? ""
