@@ -90,6 +90,8 @@ void register_profile(CLI::App& app) {
   add_train_flags(cmd, o, workers, no_progress);
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size (pixels)");
   cmd->add_option("--steps", o.max_steps, "training steps to time");
+  cmd->add_flag("--resident", o.resident_batch,
+                "reuse the first batch for every step: the compute limit, to compare with a normal profile");
 }
 
 }  // namespace kestrel::cli

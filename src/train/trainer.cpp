@@ -224,6 +224,7 @@ TrainResult train(TrainOptions opt) {
   int64_t steps_total = 0;
   ValResult last_val;
   bool stop = false;
+  torch::Tensor resident_images, resident_targets;  // --resident: the batch every step reuses
   for (int epoch = start_epoch; epoch < opt.epochs && !stop; ++epoch) {
     model->train();
     const bool mosaic = !(opt.close_mosaic > 0 && epoch >= opt.epochs - opt.close_mosaic);
@@ -236,13 +237,15 @@ TrainResult train(TrainOptions opt) {
     const auto epoch_start = std::chrono::steady_clock::now();
     timeline.start();
     for (int i = 0; i < nb; ++i) {
-      const Batch* batch = loader.next();
-      if (!batch) break;
+      const bool reuse = opt.resident_batch && resident_images.defined();
+      const Batch* batch = reuse ? nullptr : loader.next();
+      if (!batch && !reuse) break;
       timeline.mark(StepStage::data_wait);
       const TrainSchedule::Step step = schedule.batch(epoch, i);
       apply_schedule_step(*optimizer, step);
-      torch::Tensor imgs = batch_images(*batch, device);
-      torch::Tensor targets = batch_targets(*batch, device);
+      torch::Tensor imgs = reuse ? resident_images : batch_images(*batch, device);
+      torch::Tensor targets = reuse ? resident_targets : batch_targets(*batch, device);
+      if (opt.resident_batch) resident_images = imgs, resident_targets = targets;
       timeline.mark(StepStage::h2d);
 
       if (opt.multi_scale) {
