@@ -29,6 +29,7 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--freeze", o.freeze, "freeze layers: backbone=10, first3=0 1 2")->expected(1, -1);
   cmd->add_option("--seed", o.seed, "global training seed");
   cmd->add_flag("--no-progress", no_progress, "plain log lines instead of progress bars");
+  cmd->add_flag("!--no-scan", o.scan, "skip the dataset health check before training (kestrel scan)");
 }
 
 void finish_options(TrainOptions& o, const std::string& workers, bool no_progress) {

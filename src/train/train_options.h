@@ -40,6 +40,7 @@ struct TrainOptions {
   int val_period = 1;           // validate every N epochs (the last epoch always)
   bool progress = true;         // progress bars
   int max_steps = 0;            // stop after this many steps in all (kestrel profile); 0 = no limit
+  bool scan = true;             // health-check the dataset before training (cached; see data/scan.h)
   bool resident_batch = false;  // train on the first batch over and over: the compute limit (kestrel profile)
 };
 

@@ -117,7 +117,7 @@ TrainResult train(TrainOptions opt) {
   std::cout << "train: " << format_index_stats(train_index.stats) << "\n";
   std::cout << "val: " << format_index_stats(val_index.stats) << "\n";
   if (train_index.records.empty()) throw std::runtime_error(opt.data + ": no training images found");
-  {
+  if (opt.scan) {
     // The health check (data/scan.h): the index already skips what cannot be used; this says what is wrong.
     // Decodes every image once per dataset version, then costs a stat per file (cached).
     ProgressCallback progress("scan");
