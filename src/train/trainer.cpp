@@ -229,7 +229,10 @@ TrainResult train(TrainOptions opt) {
     model->train();
     const bool mosaic = !(opt.close_mosaic > 0 && epoch >= opt.epochs - opt.close_mosaic);
     loader.set_mosaic(mosaic);
-    loader.start_epoch(epoch);
+    if (resident_images.defined())
+      loader.cancel_epoch();  // --resident: the loader stays idle, so the steps measure compute alone
+    else
+      loader.start_epoch(epoch);
     torch::Tensor mloss = torch::zeros({3});
     const size_t sample_mark = sampler.samples_taken();
     std::printf("\n%s       Data\n", train_progress_header().c_str());
@@ -237,7 +240,7 @@ TrainResult train(TrainOptions opt) {
     const auto epoch_start = std::chrono::steady_clock::now();
     timeline.start();
     for (int i = 0; i < nb; ++i) {
-      const bool reuse = opt.resident_batch && resident_images.defined();
+      const bool reuse = resident_images.defined();  // only ever set with --resident
       const Batch* batch = reuse ? nullptr : loader.next();
       if (!batch && !reuse) break;
       timeline.mark(StepStage::data_wait);
