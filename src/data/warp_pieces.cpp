@@ -11,6 +11,8 @@
 #include "data/warp_pieces.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <opencv2/imgproc.hpp>
 #include <vector>
 #if defined(__SSE2__)
@@ -197,6 +199,145 @@ void fill_maps(const int* adelta, const int* bdelta, int X0, int Y0, int ox, int
   }
 }
 
+// Axis-aligned M (no rotation or shear, as with YOLOv5's default hyp): the source column of an output
+// pixel depends on its column only and the source row on its row only, so the bilinear sum separates.
+// Each output row is a vertical blend of two canvas rows into 16-bit sums (contiguous, vectorized),
+// then a horizontal blend at fixed per-column positions:
+//   out = ((32-fx) * ((32-fy)*p00 + fy*p10) + fx * ((32-fy)*p01 + fy*p11) + 512) >> 10,
+// the very sum remap forms with its 15-bit weights (which are these 10-bit ones times 32), so the bytes
+// are identical. Canvas rows are assembled from the pieces only over the columns the output reads.
+class AxisAlignedWarp {
+ public:
+  AxisAlignedWarp(const PieceCanvas& canvas, const int* col_fixed, const int* row_fixed, int out_w, int out_h)
+      : c_(canvas), out_w_(out_w), out_h_(out_h) {
+    // The pieces' extent; a position more than one pixel outside it reads only grey, so positions are
+    // clamped to one just outside, which keeps both neighbours grey and the span short.
+    int lo_x = 1 << 30, hi_x = -(1 << 30), lo_y = 1 << 30, hi_y = -(1 << 30);
+    for (int q = 0; q < 4; ++q) {
+      if (c_.piece[q].empty()) continue;
+      lo_x = std::min(lo_x, c_.x0[q]), hi_x = std::max(hi_x, c_.x0[q] + c_.piece[q].cols);
+      lo_y = std::min(lo_y, c_.y0[q]), hi_y = std::max(hi_y, c_.y0[q] + c_.piece[q].rows);
+    }
+    if (lo_x > hi_x) lo_x = hi_x = lo_y = hi_y = 0;  // no pieces: all grey
+    const auto position = [](int fixed, int lo, int hi) {
+      return std::clamp<int>(cv::saturate_cast<short>(fixed >> kInterBits), lo - 2, hi);
+    };
+    col_off_.resize(out_w);
+    col_w_.resize(out_w);
+    span0_ = 1 << 30;
+    int span1 = -(1 << 30);
+    for (int x = 0; x < out_w; ++x) {
+      const int sx = position(col_fixed[x], lo_x, hi_x), fx = col_fixed[x] & 31;
+      col_off_[x] = sx;
+      col_w_[x] = (fx << 16) | (32 - fx);  // the 16-bit pair (32-fx, fx), as one madd operand
+      span0_ = std::min(span0_, sx), span1 = std::max(span1, sx + 1);
+    }
+    span_w_ = span1 - span0_ + 1;
+    for (int& off : col_off_) off = 3 * (off - span0_);
+    row_pos_.resize(out_h);
+    row_w_.resize(out_h);
+    for (int y = 0; y < out_h; ++y) row_pos_[y] = position(row_fixed[y], lo_y, hi_y), row_w_[y] = row_fixed[y] & 31;
+    for (auto& slot : rows_) slot.row = INT32_MIN, slot.pixels.resize(3 * span_w_ + 16);
+    vsum_.resize(3 * span_w_ + 8);  // the horizontal pass reads 8 values from the last position
+  }
+
+  void run(cv::Mat& out) {
+    for (int y = 0; y < out_h_; ++y) {
+      const uint8_t* a = canvas_row(row_pos_[y]);
+      const uint8_t* b = canvas_row(row_pos_[y] + 1);
+      blend_rows(a, b, row_w_[y]);
+      blend_columns(out.ptr<uint8_t>(y));
+    }
+  }
+
+ private:
+  struct RowSlot {
+    int row;
+    uint64_t used = 0;
+    std::vector<uint8_t> pixels;
+  };
+
+  // Canvas row r over the span, from a two-slot cache (consecutive output rows share source rows).
+  const uint8_t* canvas_row(int r) {
+    RowSlot* slot = &rows_[0];
+    for (RowSlot& s : rows_) {
+      if (s.row == r) {
+        s.used = ++clock_;
+        return s.pixels.data();
+      }
+      if (s.used < slot->used) slot = &s;
+    }
+    slot->row = r, slot->used = ++clock_;
+    uint8_t* dst = slot->pixels.data();
+    std::memset(dst, kGrey, 3 * span_w_);
+    const int span1 = span0_ + span_w_;
+    for (int q = r >= c_.split_y ? 2 : 0, end = q + 2; q < end; ++q) {
+      const cv::Mat& p = c_.piece[q];
+      const int ly = r - c_.y0[q];
+      if (p.empty() || ly < 0 || ly >= p.rows) continue;
+      const int x0 = std::max(span0_, c_.x0[q]), x1 = std::min(span1, c_.x0[q] + p.cols);
+      if (x0 < x1) std::memcpy(dst + 3 * (x0 - span0_), p.ptr<uint8_t>(ly) + 3 * (x0 - c_.x0[q]), 3 * (x1 - x0));
+    }
+    return dst;
+  }
+
+  // vsum = (32-fy)*a + fy*b over the span, in 16 bits (at most 32*255).
+  void blend_rows(const uint8_t* a, const uint8_t* b, int fy) {
+    const int n = 3 * span_w_;
+    uint16_t* v = vsum_.data();
+    int i = 0;
+#if defined(__SSE2__)
+    const __m128i wa = _mm_set1_epi16(static_cast<short>(32 - fy)), wb = _mm_set1_epi16(static_cast<short>(fy));
+    const __m128i zero = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+      const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+      const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+      const __m128i lo = _mm_add_epi16(_mm_mullo_epi16(_mm_unpacklo_epi8(pa, zero), wa),
+                                       _mm_mullo_epi16(_mm_unpacklo_epi8(pb, zero), wb));
+      const __m128i hi = _mm_add_epi16(_mm_mullo_epi16(_mm_unpackhi_epi8(pa, zero), wa),
+                                       _mm_mullo_epi16(_mm_unpackhi_epi8(pb, zero), wb));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(v + i), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(v + i + 8), hi);
+    }
+#endif
+    for (; i < n; ++i) v[i] = static_cast<uint16_t>((32 - fy) * a[i] + fy * b[i]);
+  }
+
+  // out[x] = ((32-fx)*vsum[sx] + fx*vsum[sx+1] + 512) >> 10 per channel.
+  void blend_columns(uint8_t* out) const {
+    const uint16_t* v = vsum_.data();
+    int x = 0;
+#if defined(__SSE2__)
+    const __m128i round = _mm_set1_epi32(512);
+    // One pixel per step: load (c0 c1 c2 | d0 d1 d2 ..) at the left neighbour, pair each channel with its
+    // right neighbour, multiply-add with (32-fx, fx). Each step stores 4 bytes; the 4th is the next
+    // pixel's first, rewritten by the next step, so the row's last pixel is done below instead.
+    for (; x + 1 < out_w_; ++x) {
+      const __m128i left = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + col_off_[x]));
+      const __m128i pairs = _mm_unpacklo_epi16(left, _mm_srli_si128(left, 6));
+      __m128i sum = _mm_madd_epi16(pairs, _mm_set1_epi32(col_w_[x]));
+      sum = _mm_srai_epi32(_mm_add_epi32(sum, round), kAbBits);
+      const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
+      const int word = _mm_cvtsi128_si32(bytes);
+      std::memcpy(out + 3 * x, &word, 4);
+    }
+#endif
+    for (; x < out_w_; ++x) {
+      const uint16_t* p = v + col_off_[x];
+      const int w0 = col_w_[x] & 0xffff, w1 = col_w_[x] >> 16;
+      for (int ch = 0; ch < 3; ++ch) out[3 * x + ch] = static_cast<uint8_t>((w0 * p[ch] + w1 * p[ch + 3] + 512) >> kAbBits);
+    }
+  }
+
+  const PieceCanvas& c_;
+  int out_w_, out_h_;
+  int span0_ = 0, span_w_ = 0;
+  std::vector<int> col_off_, col_w_, row_pos_, row_w_;
+  RowSlot rows_[2];
+  uint64_t clock_ = 0;
+  std::vector<uint16_t> vsum_;
+};
+
 }  // namespace
 
 void warp_affine_pieces(const PieceCanvas& canvas, const cv::Matx23d& M, int out_w, int out_h, bool flip_lr,
@@ -231,6 +372,17 @@ void warp_affine_pieces(const PieceCanvas& canvas, const cv::Matx23d& M, int out
     const int uy = flip_ud ? out_h - 1 - y : y;
     row_x0[y] = cv::saturate_cast<int>((m[1] * uy + m[2]) * (1 << kAbBits)) + kRoundDelta;
     row_y0[y] = cv::saturate_cast<int>((m[4] * uy + m[5]) * (1 << kAbBits)) + kRoundDelta;
+  }
+  if (out_w == 0 || out_h == 0) return;
+  if (m[1] == 0 && m[3] == 0) {  // rows and columns map independently
+    thread_local std::vector<int> col_fixed, row_fixed;  // 1/32-pixel source positions
+    col_fixed.resize(out_w);
+    row_fixed.resize(out_h);
+    constexpr int shift = kAbBits - kInterBits;
+    for (int x = 0; x < out_w; ++x) col_fixed[x] = (row_x0[0] + adelta[x]) >> shift;
+    for (int y = 0; y < out_h; ++y) row_fixed[y] = (row_y0[y] + bdelta[0]) >> shift;
+    AxisAlignedWarp(canvas, col_fixed.data(), row_fixed.data(), out_w, out_h).run(out);
+    return;
   }
   // Whole-pixel source position of output pixel (x, y): (v >> 5) >> 5 == v >> 10.
   const auto src_x = [&](int x, int y) { return cv::saturate_cast<short>((row_x0[y] + adelta[x]) >> kAbBits); };

@@ -100,7 +100,7 @@ Diff compare_paths(const MemoryDataset& d, const Hyp& hyp, int s, int shape_h, i
     Sample direct, ref;
     SampleRng r1(7, 1, i), r2(7, 1, i);
     make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r1, direct, SampleOptions{true});
-    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r2, ref);
+    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r2, ref, SampleOptions{false});
     EXPECT_EQ(r1.next_u64(), r2.next_u64()) << "both paths make the same draws";
     EXPECT_EQ(direct.bgr.size(), ref.bgr.size());
     if (direct.bgr.size() != ref.bgr.size()) continue;
