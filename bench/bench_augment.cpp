@@ -48,7 +48,7 @@ struct Images {
     return false;
   }
   ImageLoader loader() const {
-    return [this](size_t i) { return LoadedImage{bgr[i], bgr[i].rows * 2, bgr[i].cols * 2, &labels[i]}; };
+    return [this](size_t i, const DecodeRegion*) { return LoadedImage{bgr[i], bgr[i].rows * 2, bgr[i].cols * 2, &labels[i]}; };
   }
 };
 

@@ -24,6 +24,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--cache", cache, "none, ram or disk")->check(CLI::IsMember({"none", "ram", "disk"}));
   cmd->add_option("--epochs", o.epochs, "epochs to time");
   cmd->add_option("--batches", o.batches, "stop after this many batches (0 = whole epochs)");
+  cmd->add_flag("--full-decode{false}", o.loader.partial_decode,
+                "decode every mosaic tile whole (default: only the part its warp reads)");
   cmd->add_flag("--val", o.val, "the val split, letterboxed (no augmentation)");
   cmd->add_option("--probe", o.probe_images, "images timed stage by stage on one thread");
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp
-  libopencv-dev libturbojpeg0-dev
+  libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   liblmdb-dev libgtest-dev libbenchmark-dev
 )

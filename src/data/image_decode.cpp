@@ -5,6 +5,8 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <csetjmp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -13,6 +15,8 @@
 
 #include "data/dataset_files.h"
 #include "data/stage_timer.h"
+
+#include <jpeglib.h>  // after <cstdio>: it needs FILE
 
 namespace kestrel {
 namespace {
@@ -134,10 +138,64 @@ void decode_with_opencv(const std::string& path, const unsigned char* data, size
   out = decoded;
 }
 
+// libjpeg's error manager, turned from exit() into a longjmp back to the decode call.
+struct JpegErrors {
+  jpeg_error_mgr base;
+  std::jmp_buf jump;
+  char error[JMSG_LENGTH_MAX];
+  char warning[JMSG_LENGTH_MAX];  // the first warning (a truncated file, extraneous bytes...)
+};
+
+void jpeg_on_error(j_common_ptr cinfo) {
+  JpegErrors* e = reinterpret_cast<JpegErrors*>(cinfo->err);
+  cinfo->err->format_message(cinfo, e->error);
+  std::longjmp(e->jump, 1);
+}
+
+void jpeg_on_message(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  JpegErrors* e = reinterpret_cast<JpegErrors*>(cinfo->err);
+  if (!e->warning[0]) cinfo->err->format_message(cinfo, e->warning);
+  ++cinfo->err->num_warnings;
+}
+
+// Rows [r.y, r.y + r.height) and at least columns [r.x, r.x + r.width) of a JPEG decoded at 1/denom into
+// `out` (already sized), other pixels untouched. No C++ object lives here: libjpeg's errors longjmp out.
+// False (with e->error) on a fatal error.
+bool decode_jpeg_rows(const unsigned char* data, size_t size, int denom, cv::Rect r, uint8_t* out, size_t step,
+                      JpegErrors* e) {
+  jpeg_decompress_struct cinfo;
+  cinfo.err = jpeg_std_error(&e->base);
+  e->base.error_exit = jpeg_on_error;
+  e->base.emit_message = jpeg_on_message;
+  e->error[0] = e->warning[0] = 0;
+  if (setjmp(e->jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = JCS_EXT_BGR;  // TurboJPEG's TJPF_BGR; its other defaults (ISLOW DCT, fancy upsampling) are libjpeg's
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = static_cast<unsigned>(denom);
+  jpeg_start_decompress(&cinfo);
+  JDIMENSION x = static_cast<JDIMENSION>(r.x), width = static_cast<JDIMENSION>(r.width);
+  jpeg_crop_scanline(&cinfo, &x, &width);  // widened to whole iMCUs
+  if (r.y > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(r.y));
+  while (cinfo.output_scanline < static_cast<JDIMENSION>(r.y + r.height)) {
+    JSAMPROW row = out + cinfo.output_scanline * step + 3 * x;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_abort_decompress(&cinfo);  // the rows below are never decoded
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
 // Decodes an in-memory JPEG with TurboJPEG. Returns false when TurboJPEG cannot produce BGR for it
 // (e.g. CMYK), so the caller falls back to OpenCV.
 bool decode_jpeg(const std::string& path, const unsigned char* data, size_t size, int min_long_side, cv::Mat& out,
-                 int* full_w, int* full_h, std::string* warning) {
+                 int* full_w, int* full_h, std::string* warning, const DecodeRegion* region) {
   tjhandle tj = turbo_handle();
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0)
@@ -145,14 +203,26 @@ bool decode_jpeg(const std::string& path, const unsigned char* data, size_t size
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) return false;
   const tjscalingfactor sf = choose_scale(w, h, min_long_side);
   const int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
+  const int orientation = jpeg_exif_orientation(data, size);
   out.create(sh, sw, CV_8UC3);
-  if (tjDecompress2(tj, data, static_cast<unsigned long>(size), out.data, sw, static_cast<int>(out.step[0]), sh,
-                    TJPF_BGR, 0) != 0) {
+  if (region && orientation == 1 && region->frame == out.size()) {
+    // Widened by two iMCUs (at most 32 px) so the upsampling context at the cut matches a whole decode.
+    constexpr int kMargin = 32;
+    const cv::Rect want = region->rect & cv::Rect(0, 0, sw, sh);
+    if (!want.empty()) {
+      const cv::Rect r = cv::Rect(want.x - kMargin, want.y - kMargin, want.width + 2 * kMargin,
+                                  want.height + 2 * kMargin) & cv::Rect(0, 0, sw, sh);
+      JpegErrors errors;
+      if (!decode_jpeg_rows(data, size, sf.denom, r, out.data, out.step[0], &errors))
+        throw ImageError("corrupt JPEG " + path + ": " + errors.error);
+      if (warning && errors.warning[0]) *warning = path + ": " + errors.warning;
+    }
+  } else if (tjDecompress2(tj, data, static_cast<unsigned long>(size), out.data, sw, static_cast<int>(out.step[0]), sh,
+                           TJPF_BGR, 0) != 0) {
     if (tjGetErrorCode(tj) != TJERR_WARNING)
       throw ImageError("corrupt JPEG " + path + ": " + tjGetErrorStr2(tj));
     if (warning) *warning = path + ": " + tjGetErrorStr2(tj);
   }
-  const int orientation = jpeg_exif_orientation(data, size);
   apply_exif_orientation(out, orientation);
   const bool swap = swaps_sides(orientation);
   if (full_w) *full_w = swap ? h : w;
@@ -257,11 +327,11 @@ void apply_exif_orientation(cv::Mat& img, int orientation) {
 }
 
 void decode_image_bytes(const unsigned char* data, size_t size, const std::string& name, int min_long_side,
-                        cv::Mat& out, int* full_w, int* full_h, std::string* warning) {
+                        cv::Mat& out, int* full_w, int* full_h, std::string* warning, const DecodeRegion* region) {
   if (warning) warning->clear();
   if (size == 0) throw ImageError("empty image file " + name);
   if (sniff_image_format(data, size) == ImageFormat::jpeg &&
-      decode_jpeg(name, data, size, min_long_side, out, full_w, full_h, warning))
+      decode_jpeg(name, data, size, min_long_side, out, full_w, full_h, warning, region))
     return;
   decode_with_opencv(name, data, size, out);
   if (full_w) *full_w = out.cols;
@@ -269,7 +339,7 @@ void decode_image_bytes(const unsigned char* data, size_t size, const std::strin
 }
 
 void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w, int* full_h,
-                       std::string* warning) {
+                       std::string* warning, const DecodeRegion* region) {
   FileBytes bytes;
   std::string error;
   {
@@ -277,7 +347,7 @@ void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out,
     if (!read_file_bytes(path, &bytes, &error)) throw ImageError(error);
   }
   ScopedStage timer(Stage::decode);
-  decode_image_bytes(bytes.data(), bytes.size(), path, min_long_side, out, full_w, full_h, warning);
+  decode_image_bytes(bytes.data(), bytes.size(), path, min_long_side, out, full_w, full_h, warning, region);
 }
 
 cv::Mat decode_image(const std::string& path, int min_long_side, std::string* warning) {
@@ -289,16 +359,19 @@ cv::Mat decode_image(const std::string& path, int min_long_side, std::string* wa
 cv::Mat decode_image(const std::string& path, int min_long_side) { return decode_image(path, min_long_side, nullptr); }
 
 cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, int* orig_h, int* orig_w,
-                           bool decode_scaling) {
+                           bool decode_scaling, const DecodeRegion* needed) {
   // The full-size decode goes to a per-thread buffer; only the resized image is a new allocation. When no
   // resize is needed the buffer itself is handed to the caller (and the next call allocates afresh).
   thread_local cv::Mat decoded;
   int w0 = 0, h0 = 0;
-  decode_image_into(path, decode_scaling ? img_size : 0, decoded, &w0, &h0);
+  decode_image_into(path, decode_scaling ? img_size : 0, decoded, &w0, &h0, nullptr, needed);
   if (orig_h) *orig_h = h0;
   if (orig_w) *orig_w = w0;
   const double r = static_cast<double>(img_size) / std::max(h0, w0);
   const cv::Size target(static_cast<int>(w0 * r), static_cast<int>(h0 * r));
+  // A part-decoded image must not be resized (it was not the final frame after all): decode it whole.
+  if (needed && decoded.size() == needed->frame && decoded.size() != target)
+    decode_image_into(path, decode_scaling ? img_size : 0, decoded, &w0, &h0);
   if (r == 1.0 || decoded.size() == target) {
     cv::Mat out;
     std::swap(out, decoded);

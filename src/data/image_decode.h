@@ -26,6 +26,17 @@ struct ImageHeader {
   bool jpeg_missing_eoi = false;  // a JPEG whose last two bytes are not FFD9 (YOLOv5's "corrupt JPEG")
 };
 
+// The part of a decoded image its caller will read, known before decoding (a mosaic tile seen only in
+// part). Pixels outside `rect` may then be left undefined; an empty rect decodes no pixels at all. It is
+// honoured only for a JPEG without EXIF rotation whose decoded size is `frame`, so the rectangle means
+// what the caller meant; any other image is decoded whole. The pixels inside are the same bytes a whole
+// decode gives: libjpeg-turbo skips the rows above (entropy-decoding them only), stops after the rows
+// below, and works only on the columns around the rectangle, with a margin for its upsampling context.
+struct DecodeRegion {
+  cv::Rect rect;
+  cv::Size frame;
+};
+
 // Decodes any image to 8-bit 3-channel BGR HWC, EXIF orientation applied, grayscale/RGBA/16-bit converted.
 // With min_long_side > 0 a JPEG may be downscaled at decode time by the smallest of TurboJPEG's factors
 // (1/2, 1/4, 1/8) whose long side stays >= min_long_side. Throws ImageError on zero-byte, corrupt or
@@ -36,17 +47,19 @@ cv::Mat decode_image(const std::string& path, int min_long_side, std::string* wa
 // The same into a caller-owned Mat (reused when it already has the right size and type).
 // full_w/full_h (optional) get the image size at full scale, after orientation.
 void decode_image_into(const std::string& path, int min_long_side, cv::Mat& out, int* full_w = nullptr,
-                       int* full_h = nullptr, std::string* warning = nullptr);
+                       int* full_h = nullptr, std::string* warning = nullptr, const DecodeRegion* region = nullptr);
 // The same from bytes in memory (a file already read, a pack entry); `name` is only used in messages.
 void decode_image_bytes(const unsigned char* data, size_t size, const std::string& name, int min_long_side,
-                        cv::Mat& out, int* full_w = nullptr, int* full_h = nullptr, std::string* warning = nullptr);
+                        cv::Mat& out, int* full_w = nullptr, int* full_h = nullptr, std::string* warning = nullptr,
+                        const DecodeRegion* region = nullptr);
 
 // YOLOv5's load_image: r = img_size / max(h0, w0); if r != 1 resize to (int(w0*r), int(h0*r)) with
 // INTER_LINEAR when (augment || r > 1) else INTER_AREA. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
 // decode_scaling lets a JPEG be decoded straight to >= img_size first (fast; pixels differ slightly from a
-// full-size decode followed by the resize); pass false for YOLOv5-exact pixels.
+// full-size decode followed by the resize); pass false for YOLOv5-exact pixels. `needed` (in the returned
+// image's pixels) lets the decode skip what the caller will not read; it is ignored when a resize follows.
 cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, int* orig_h, int* orig_w,
-                           bool decode_scaling = true);
+                           bool decode_scaling = true, const DecodeRegion* needed = nullptr);
 
 // Reads only the header (and EXIF): size after orientation. False if unreadable.
 bool read_image_size(const std::string& path, int* width, int* height);

@@ -62,7 +62,8 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
   // The loader parallelises over samples; OpenCV's own thread pool (TBB) inside each warp or colour
   // conversion would only add threads that compete with the workers and with the model's compute.
   cv::setNumThreads(0);
-  load_ = [this](size_t i) { return load_image(i); };
+  source_ = ImageSource([this](size_t i, const DecodeRegion* needed) { return load_image(i, needed); });
+  if (opts_.partial_decode) source_.loaded_size = [this](size_t i) { return loaded_size(i); };
 
   // Batch buffers: prefetch batches in flight while the consumer holds one, sized for the largest batch.
   size_t max_pixels = 0;
@@ -181,15 +182,23 @@ void Loader::build_cache() {
                                          : ImageCache::open_or_build_disk(records_, opts_.img_size, opts_.augment, parallel_for);
 }
 
-LoadedImage Loader::load_image(size_t index) const {
+LoadedImage Loader::load_image(size_t index, const DecodeRegion* needed) const {
   ScopedStage timer(Stage::load);
   LoadedImage out;
   out.labels = &records_[index].labels;
   if (cache_)
     out.bgr = cache_->image(index, &out.orig_h, &out.orig_w);
   else
-    out.bgr = load_image_resized(records_[index].image_path, opts_.img_size, opts_.augment, &out.orig_h, &out.orig_w);
+    out.bgr = load_image_resized(records_[index].image_path, opts_.img_size, opts_.augment, &out.orig_h, &out.orig_w,
+                                 true, needed);
   return out;
+}
+
+// From the index's header sizes; unknown (so tiles load whole) when cached, as nothing is decoded then.
+cv::Size Loader::loaded_size(size_t index) const {
+  const ImageRecord& r = records_[index];
+  if (cache_ || r.width <= 0 || r.height <= 0) return {};
+  return resized_size(r.width, r.height, opts_.img_size);
 }
 
 // Runs fn over [0, n) on the worker threads and the calling thread; rethrows the first failure.
@@ -289,10 +298,10 @@ void Loader::build_sample(size_t item, Slot& slot, Worker& w) {
   const uint64_t t0 = steady_ns(), load0 = w.times[Stage::load];
   if (opts_.augment) {
     SampleRng rng(opts_.seed, static_cast<uint64_t>(epoch_), index);
-    make_train_sample(load_, index, records_.size(), opts_.hyp, opts_.img_size, h, w_, mosaic_now_ && !opts_.rect, rng,
+    make_train_sample(source_, index, records_.size(), opts_.hyp, opts_.img_size, h, w_, mosaic_now_ && !opts_.rect, rng,
                       w.sample);
   } else {
-    make_letterbox_sample(load_, index, h, w_, w.sample);
+    make_letterbox_sample(source_.load, index, h, w_, w.sample);
   }
   constexpr int kAugment = static_cast<int>(Stage::augment);
   w.times.ns[kAugment] += steady_ns() - t0 - (w.times[Stage::load] - load0);

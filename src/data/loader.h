@@ -33,6 +33,8 @@ struct LoaderOptions {
   double pad = 0.0;
   uint64_t seed = 0;
   CacheMode cache = CacheMode::none;
+  // Uncached JPEG mosaic tiles: decode only the part the warp reads (DecodeRegion); same bytes out.
+  bool partial_decode = true;
   Hyp hyp;
 };
 
@@ -101,13 +103,14 @@ class Loader {
   static void finalize(Slot& slot);
   Slot& slot_of(size_t b) { return slots_[b % slots_.size()]; }
   const Batch* next_inline();
-  LoadedImage load_image(size_t index) const;
+  LoadedImage load_image(size_t index, const DecodeRegion* needed) const;
+  cv::Size loaded_size(size_t index) const;
 
   std::vector<ImageRecord> records_;
   LoaderOptions opts_;
   std::unique_ptr<ImageCache> cache_;
   std::vector<std::pair<int, int>> rect_shapes_;  // per batch, rect only
-  ImageLoader load_;
+  ImageSource source_{ImageLoader()};
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Worker>> worker_state_;  // one per thread, plus one for inline building
   std::vector<std::thread> threads_;

@@ -76,7 +76,7 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
   p.resize = 1e3 * (thread_cpu_seconds() - t0) / n;
 
   // Augmentation on the decoded images, with and without the colour/flip part.
-  const ImageLoader loader = [&](size_t i) {
+  const ImageLoader loader = [&](size_t i, const DecodeRegion*) {
     LoadedImage li;
     li.bgr = images[i], li.orig_h = orig[i].first, li.orig_w = orig[i].second, li.labels = &records[i].labels;
     return li;
@@ -114,10 +114,11 @@ LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
   const std::vector<ImageRecord> probe_records = index.records;
   const double index_s = seconds_since(setup0);
   const LoaderOptions& o = opts.loader;
-  std::printf("loader bench: %s %s, %zu images, img %d, batch %d, workers %d, prefetch %d, cache %s, augment %s%s%s\n",
+  std::printf("loader bench: %s %s, %zu images, img %d, batch %d, workers %d, prefetch %d, cache %s, augment %s%s%s%s\n",
               opts.data_yaml.c_str(), opts.val ? "val" : "train", index.records.size(), o.img_size, o.batch_size,
               o.workers, o.prefetch, cache_name(o.cache), o.augment ? "on" : "off",
-              o.augment && o.use_mosaic && !o.rect ? ", mosaic" : "", o.rect ? ", rect" : "");
+              o.augment && o.use_mosaic && !o.rect ? ", mosaic" : "", o.rect ? ", rect" : "",
+              o.cache == CacheMode::none && !o.partial_decode ? ", whole-tile decode" : "");
   const uint64_t build0 = steady_ns();
   Loader loader(std::move(index.records), o);
   result.setup_seconds = seconds_since(setup0);

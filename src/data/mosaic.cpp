@@ -2,6 +2,8 @@
 #include "data/mosaic.h"
 
 #include <algorithm>
+#include <cmath>
+#include <opencv2/imgproc.hpp>
 #include <utility>
 
 #include "data/augment.h"
@@ -39,6 +41,30 @@ MosaicDraws draw_mosaic(SampleRng& rng, size_t index, size_t dataset_size, int s
   for (int i = 3; i > 0; --i) std::swap(d.indices[i], d.indices[rng.below(i + 1)]);  // random.shuffle's order
   d.perspective = draw_perspective(rng, p);
   return d;
+}
+
+std::array<cv::Rect, 4> mosaic_tile_regions(const MosaicDraws& d, int s, const std::array<cv::Size, 4>& tile_sizes) {
+  const auto layout = mosaic_layout(s, d.xc, d.yc, tile_sizes);
+  const int out_size = 2 * s + 2 * mosaic_border(s);
+  const cv::Matx33d M = perspective_matrices(d.perspective, 2 * s, 2 * s, out_size, out_size).M;
+  cv::Matx23d inverse;
+  cv::invertAffineTransform(cv::Matx23d(M(0, 0), M(0, 1), M(0, 2), M(1, 0), M(1, 1), M(1, 2)), inverse);
+  double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};
+  for (const double y : {0.0, out_size - 1.0})
+    for (const double x : {0.0, out_size - 1.0})
+      for (int k = 0; k < 2; ++k) {
+        const double v = inverse(k, 0) * x + inverse(k, 1) * y + inverse(k, 2);
+        lo[k] = std::min(lo[k], v), hi[k] = std::max(hi[k], v);
+      }
+  const auto bound = [](double v) { return static_cast<int>(std::clamp(std::floor(v), -1e8, 1e8)); };
+  const cv::Rect seen(cv::Point(bound(lo[0]) - 2, bound(lo[1]) - 2), cv::Point(bound(hi[0]) + 4, bound(hi[1]) + 4));
+  std::array<cv::Rect, 4> regions;
+  for (int k = 0; k < 4; ++k) {
+    const TilePlacement& t = layout[k];
+    const cv::Rect part = seen & cv::Rect(cv::Point(t.x1a, t.y1a), cv::Point(t.x2a, t.y2a));
+    if (!part.empty()) regions[k] = part - cv::Point(t.padw(), t.padh());
+  }
+  return regions;
 }
 
 void mosaic_labels(const std::array<MosaicTile, 4>& tiles, const std::array<TilePlacement, 4>& layout, int s,

@@ -39,6 +39,12 @@ struct MosaicDraws {
 };
 MosaicDraws draw_mosaic(SampleRng& rng, size_t index, size_t dataset_size, int s, const PerspectiveParams& p);
 
+// The part of each tile (in tile pixels) the warp of this mosaic reads, from the tile sizes alone, so a
+// loader can decode just that: the preimage of the output square under the affine M, widened by two
+// pixels for the bilinear footprint and the fixed-point rounding, cut to the tile's placement. Empty for
+// a tile the output does not see. Only for an affine warp (p.perspective == 0).
+std::array<cv::Rect, 4> mosaic_tile_regions(const MosaicDraws& d, int s, const std::array<cv::Size, 4>& tile_sizes);
+
 // One tile: the image as load_image returned it (long side s) and its normalized labels.
 struct MosaicTile {
   cv::Mat image;

@@ -47,11 +47,24 @@ TrainDraws draw_train(SampleRng& rng, size_t index, size_t n, const Hyp& hyp, in
   return d;
 }
 
-// Loads the four tiles of a mosaic; `keep` holds the LoadedImages so the tile Mats stay valid.
-std::array<MosaicTile, 4> load_tiles(const ImageLoader& load, const MosaicDraws& d, std::array<LoadedImage, 4>& keep) {
+// Loads the four tiles of a mosaic; `keep` holds the LoadedImages so the tile Mats stay valid. When the
+// tile sizes are known up front (and the warp is affine) each tile is loaded with the region the warp reads.
+std::array<MosaicTile, 4> load_tiles(const ImageSource& source, const MosaicDraws& d, const PerspectiveParams& p,
+                                     int s, std::array<LoadedImage, 4>& keep) {
+  std::array<cv::Size, 4> sizes;
+  bool known = source.loaded_size && p.perspective == 0;
+  for (int k = 0; k < 4 && known; ++k) {
+    sizes[k] = source.loaded_size(d.indices[k]);
+    known = !sizes[k].empty();
+  }
+  std::array<DecodeRegion, 4> regions;
+  if (known) {
+    const std::array<cv::Rect, 4> rects = mosaic_tile_regions(d, s, sizes);
+    for (int k = 0; k < 4; ++k) regions[k] = {rects[k], sizes[k]};
+  }
   std::array<MosaicTile, 4> tiles;
   for (int k = 0; k < 4; ++k) {
-    keep[k] = load(d.indices[k]);
+    keep[k] = source.load(d.indices[k], known ? &regions[k] : nullptr);
     tiles[k] = {keep[k].bgr, keep[k].labels};
   }
   return tiles;
@@ -59,11 +72,11 @@ std::array<MosaicTile, 4> load_tiles(const ImageLoader& load, const MosaicDraws&
 
 // A mosaic (plus the mixup mosaic when drawn) into img / boxes. With `direct` the flips are folded
 // into the warp; otherwise the image is left unflipped.
-void build_mosaic(const ImageLoader& load, const TrainDraws& d, const PerspectiveParams& p, int s, bool direct,
+void build_mosaic(const ImageSource& source, const TrainDraws& d, const PerspectiveParams& p, int s, bool direct,
                   cv::Mat& img, std::vector<BoxLabel>& boxes) {
   std::array<LoadedImage, 4> keep;
   const auto run = [&](const MosaicDraws& md, cv::Mat& dst, std::vector<BoxLabel>& dst_boxes) {
-    const auto tiles = load_tiles(load, md, keep);
+    const auto tiles = load_tiles(source, md, p, s, keep);
     if (direct)
       mosaic_direct(tiles, md, s, p, d.flip_lr, d.flip_ud, dst, dst_boxes);
     else
@@ -82,7 +95,7 @@ void build_mosaic(const ImageLoader& load, const TrainDraws& d, const Perspectiv
 void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& d, const PerspectiveParams& p,
                        int shape_h, int shape_w, bool direct, cv::Mat& img, std::vector<BoxLabel>& boxes,
                        LetterboxInfo& info) {
-  const LoadedImage li = load(index);
+  const LoadedImage li = load(index, nullptr);
   thread_local cv::Mat boxed;
   LetterboxInfo lb;
   letterbox(li.bgr, shape_h, shape_w, false, true, boxed, &lb);
@@ -105,7 +118,7 @@ void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& 
 
 }  // namespace
 
-void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_size, const Hyp& hyp, int img_size,
+void make_train_sample(const ImageSource& source, size_t index, size_t dataset_size, const Hyp& hyp, int img_size,
                        int shape_h, int shape_w, bool use_mosaic, SampleRng& rng, Sample& out,
                        const SampleOptions& options) {
   const TrainDraws d = draw_train(rng, index, dataset_size, hyp, img_size, use_mosaic);
@@ -113,10 +126,10 @@ void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_siz
   const bool direct = options.direct_warp;
   thread_local std::vector<BoxLabel> boxes;
   if (d.mosaic) {
-    build_mosaic(load, d, p, img_size, direct, out.bgr, boxes);
+    build_mosaic(source, d, p, img_size, direct, out.bgr, boxes);
     out.info = LetterboxInfo{};  // YOLOv5's shapes is None for a mosaic
   } else {
-    build_letterboxed(load, index, d, p, shape_h, shape_w, direct, out.bgr, boxes, out.info);
+    build_letterboxed(source.load, index, d, p, shape_h, shape_w, direct, out.bgr, boxes, out.info);
   }
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
   ScopedStage colour_timer(Stage::colour);
@@ -130,7 +143,7 @@ void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_siz
 }
 
 void make_letterbox_sample(const ImageLoader& load, size_t index, int shape_h, int shape_w, Sample& out) {
-  const LoadedImage li = load(index);
+  const LoadedImage li = load(index, nullptr);
   LetterboxInfo lb;
   letterbox(li.bgr, shape_h, shape_w, false, false, out.bgr, &lb);
   thread_local std::vector<BoxLabel> boxes;

@@ -5,9 +5,11 @@
 #pragma once
 #include <functional>
 #include <opencv2/core.hpp>
+#include <utility>
 #include <vector>
 
 #include "data/hyp.h"
+#include "data/image_decode.h"
 #include "data/rng.h"
 #include "data/types.h"
 
@@ -19,7 +21,19 @@ struct LoadedImage {
   int orig_h = 0, orig_w = 0;
   const std::vector<Label>* labels = nullptr;
 };
-using ImageLoader = std::function<LoadedImage(size_t index)>;
+// Loads image `index`. `needed`, when given, is the part of it the sample will read: a loader may leave
+// the rest undefined (DecodeRegion); null means the whole image.
+using ImageLoader = std::function<LoadedImage(size_t index, const DecodeRegion* needed)>;
+// The size image `index` will have once loaded, known without loading it (from the dataset index);
+// cv::Size() when unknown.
+using ImageSizer = std::function<cv::Size(size_t index)>;
+
+// Where samples get their images. With a sizer, mosaic tiles are loaded with the region their warp reads.
+struct ImageSource {
+  ImageSource(ImageLoader load, ImageSizer loaded_size = {}) : load(std::move(load)), loaded_size(std::move(loaded_size)) {}
+  ImageLoader load;
+  ImageSizer loaded_size;
+};
 
 // One sample ready for collation: image BGR HWC uint8 (all samples of a batch have the same size),
 // labels normalized xywh relative to that image, letterbox info (orig size, ratio, pad) for validation.
@@ -41,7 +55,7 @@ struct SampleOptions {
 // Training __getitem__: with probability hyp.mosaic a mosaic (4 tiles) + random perspective (+ mixup with
 // probability hyp.mixup), else letterbox to shape (auto=false, scaleup=true) + random perspective; then HSV,
 // flip up-down, flip left-right. Output is img_size x img_size (mosaic) or shape_h x shape_w.
-void make_train_sample(const ImageLoader& load, size_t index, size_t dataset_size, const Hyp& hyp, int img_size,
+void make_train_sample(const ImageSource& source, size_t index, size_t dataset_size, const Hyp& hyp, int img_size,
                        int shape_h, int shape_w, bool use_mosaic, SampleRng& rng, Sample& out,
                        const SampleOptions& options = {});
 

@@ -1,5 +1,6 @@
 // decode_image / load_image_resized / read_image_header: pixels identical to cv::imread (what YOLOv5 uses)
-// for JPEG, PNG (gray, RGBA, 16-bit), EXIF-rotated and truncated JPEGs; decode-time scaling; errors.
+// for JPEG, PNG (gray, RGBA, 16-bit), EXIF-rotated and truncated JPEGs; decode-time scaling; region
+// decodes (whole-decode bytes inside the region); errors.
 #include <turbojpeg.h>
 
 #include <filesystem>
@@ -248,6 +249,94 @@ TEST_F(ImageDecodeFiles, TruncatedJpegDecodesWithAWarning) {
   std::string warning = "stale";
   decode_image(file("whole.jpg", jpeg), 0, &warning);
   EXPECT_TRUE(warning.empty());
+}
+
+// A region decode must give a whole decode's bytes inside the region, for every JPEG layout whose cut
+// could go wrong: 4:2:0, 4:2:2 and 4:4:4 chroma, grayscale, progressive, restart markers, sizes that are
+// not whole MCUs, decode-time scaling, and regions touching every edge.
+void expect_regions_match_whole_decode(const std::string& path, int min_long_side, cv::RNG& rng) {
+  cv::Mat whole;
+  decode_image_into(path, min_long_side, whole);
+  const int w = whole.cols, h = whole.rows;
+  for (int trial = 0; trial < 12; ++trial) {
+    const int x0 = trial % 4 == 0 ? 0 : rng.uniform(0, w), y0 = trial % 3 == 0 ? 0 : rng.uniform(0, h);
+    const int x1 = trial % 5 == 1 ? w : rng.uniform(x0 + 1, w + 1), y1 = trial % 2 ? h : rng.uniform(y0 + 1, h + 1);
+    const cv::Rect rect(x0, y0, x1 - x0, y1 - y0);
+    SCOPED_TRACE(::testing::Message() << path << " region " << rect << " of " << whole.size());
+    const DecodeRegion region{rect, whole.size()};
+    cv::Mat part(h, w, CV_8UC3, cv::Scalar::all(7));
+    decode_image_into(path, min_long_side, part, nullptr, nullptr, nullptr, &region);
+    ASSERT_EQ(part.size(), whole.size());
+    EXPECT_EQ(max_diff(part(rect), whole(rect)), 0.0);
+  }
+}
+
+// A BGR picture as a JPEG with the given chroma subsampling (OpenCV 4.6 cannot choose it).
+Bytes encode_subsampled(const cv::Mat& bgr, int subsamp) {
+  tjhandle tj = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  EXPECT_EQ(tjCompress2(tj, bgr.data, bgr.cols, static_cast<int>(bgr.step[0]), bgr.rows, TJPF_BGR, &jpeg, &size,
+                        subsamp, 90, 0),
+            0);
+  Bytes out(jpeg, jpeg + size);
+  tjFree(jpeg);
+  tjDestroy(tj);
+  return out;
+}
+
+TEST_F(ImageDecodeFiles, RegionDecodeGivesTheWholeDecodesBytesInsideTheRegion) {
+  cv::RNG rng(11);
+  const cv::Mat picture = test_picture(203, 317);
+  cv::Mat noisy = picture.clone();
+  cv::randn(noisy, cv::Scalar::all(0), cv::Scalar::all(40));
+  noisy += picture;  // detail everywhere, so a wrong row or column shows
+  cv::Mat gray;
+  cv::cvtColor(noisy, gray, cv::COLOR_BGR2GRAY);
+  const std::vector<std::pair<std::string, Bytes>> files = {
+      {"420.jpg", encode(".jpg", noisy)},
+      {"422.jpg", encode_subsampled(noisy, TJSAMP_422)},
+      {"444.jpg", encode_subsampled(noisy, TJSAMP_444)},
+      {"440.jpg", encode_subsampled(noisy, TJSAMP_440)},
+      {"gray.jpg", encode(".jpg", gray)},
+      {"progressive.jpg", encode(".jpg", noisy, {cv::IMWRITE_JPEG_PROGRESSIVE, 1})},
+      {"restarts.jpg", encode(".jpg", noisy, {cv::IMWRITE_JPEG_RST_INTERVAL, 3})},
+  };
+  for (const auto& [name, bytes] : files) {
+    const std::string path = file(name, bytes);
+    expect_regions_match_whole_decode(path, 0, rng);
+    expect_regions_match_whole_decode(path, 150, rng);  // decoded at 1/2
+  }
+}
+
+TEST_F(ImageDecodeFiles, RegionDecodeFallsBackToWholeWhenItCannotApply) {
+  const cv::Mat picture = test_picture(48, 80);
+  const std::string plain = file("plain.jpg", encode(".jpg", picture));
+  const std::string rotated = file("rotated.jpg", with_exif(encode(".jpg", picture), 6));
+  const cv::Rect corner(0, 0, 8, 8);
+  for (const auto& [path, frame] : {std::pair{rotated, cv::Size(48, 80)}, std::pair{plain, cv::Size(40, 24)}}) {
+    SCOPED_TRACE(path);  // EXIF-rotated; a frame that is not the decoded size
+    const DecodeRegion region{corner, frame};
+    cv::Mat got;
+    decode_image_into(path, 0, got, nullptr, nullptr, nullptr, &region);
+    EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);
+  }
+  // An empty region decodes no pixels but still gives the frame's size.
+  const DecodeRegion nothing{cv::Rect(), cv::Size(80, 48)};
+  cv::Mat got;
+  int w = 0, h = 0;
+  decode_image_into(plain, 0, got, &w, &h, nullptr, &nothing);
+  EXPECT_EQ(got.size(), cv::Size(80, 48));
+  EXPECT_EQ(w, 80);
+}
+
+TEST(ImageDecode, Coco128RegionDecodesMatchWholeDecodes) {
+  KESTREL_REQUIRE_SHARED(root, "data/coco128/images/train2017");
+  cv::RNG rng(5);
+  for (const char* name : {"000000000009.jpg", "000000000086.jpg", "000000000250.jpg", "000000000650.jpg"}) {
+    expect_regions_match_whole_decode(root + "/" + name, 0, rng);
+    expect_regions_match_whole_decode(root + "/" + name, 320, rng);
+  }
 }
 
 TEST_F(ImageDecodeFiles, UnreadableFilesThrowNamingTheFile) {

@@ -129,6 +129,23 @@ TEST(Loader, BatchesAreIdenticalForAnyWorkerCount) {
   }
 }
 
+// Images that need no resize at img 64 (long side 64, or 128 decoded at 1/2), so mosaic tiles are
+// decoded in part: the batches must be the bytes whole decodes give.
+TEST(Loader, PartialTileDecodesGiveTheSameBatches) {
+  const std::string dir = test::temp_dir("loader_partial");
+  static const int sizes[][2] = {{64, 48}, {48, 64}, {64, 64}, {128, 96}, {96, 128}, {64, 40}, {128, 72}};
+  std::vector<ImageRecord> records;
+  for (int i = 0; i < 14; ++i) records.push_back(write_image(dir, i, sizes[i % 7][0], sizes[i % 7][1], 3));
+  LoaderOptions o = small_options(2);
+  o.hyp.mixup = 0.5;
+  for (int epoch : {0, 1}) {
+    o.partial_decode = false;
+    const auto whole = run_epoch(records, o, epoch);
+    o.partial_decode = true;
+    EXPECT_TRUE(run_epoch(records, o, epoch) == whole) << "epoch " << epoch;
+  }
+}
+
 TEST(Loader, SetWorkersKeepsBatchesIdentical) {
   const auto records = tiny_dataset(test::temp_dir("loader_set_workers"), 10);
   const auto reference = run_epoch(records, small_options(1), 2);
@@ -227,7 +244,7 @@ TEST(Loader, BatchesPerEpochAndCollation) {
   ASSERT_NE(it, records.end());
   Sample s;
   const size_t idx = it - records.begin();
-  const ImageLoader load = [&](size_t i) {
+  const ImageLoader load = [&](size_t i, const DecodeRegion*) {
     LoadedImage li;
     li.bgr = load_image_resized(records[i].image_path, 64, false, &li.orig_h, &li.orig_w);
     li.labels = &records[i].labels;
@@ -442,6 +459,32 @@ TEST(ImageCache, DiskCacheGoesToTheUserCacheWhenTheDataIsReadOnly) {
   }
   if (old) setenv("XDG_CACHE_HOME", saved.c_str(), 1); else unsetenv("XDG_CACHE_HOME");
   fs::permissions(root + "/data", fs::perms::owner_write, fs::perm_options::add);
+}
+
+TEST(Loader, Coco128PartialTileDecodesGiveTheSameBatches) {
+  KESTREL_REQUIRE_SHARED(yaml, "data/coco128/coco128.yaml");
+  const DatasetConfig cfg = load_dataset_config(yaml);
+  const std::vector<ImageRecord> records = build_index(cfg.train, cfg.nc).records;
+  for (int img : {320, 640}) {  // decoded at 1/2, and at full size
+    LoaderOptions o;
+    o.img_size = img, o.batch_size = 16, o.workers = 2, o.seed = 3;
+    Loader loader(records, o);
+    loader.start_epoch(0);
+    std::vector<BatchCopy> partial;
+    for (int k = 0; k < 2; ++k) {
+      const Batch* b = loader.next();
+      ASSERT_NE(b, nullptr);
+      partial.push_back({b->n, b->h, b->w, b->pixels, b->labels, b->paths});
+    }
+    o.partial_decode = false;
+    Loader whole(records, o);
+    whole.start_epoch(0);
+    for (int k = 0; k < 2; ++k) {
+      const Batch* b = whole.next();
+      ASSERT_NE(b, nullptr);
+      EXPECT_TRUE(partial[k] == (BatchCopy{b->n, b->h, b->w, b->pixels, b->labels, b->paths})) << "img " << img << " batch " << k;
+    }
+  }
 }
 
 TEST(Loader, Coco128Smoke) {

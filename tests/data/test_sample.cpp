@@ -20,7 +20,7 @@ struct MemoryDataset {
   std::vector<std::vector<Label>> labels;
   std::vector<cv::Size> orig;
   ImageLoader loader() const {
-    return [this](size_t i) { return LoadedImage{images[i], orig[i].height, orig[i].width, &labels[i]}; };
+    return [this](size_t i, const DecodeRegion*) { return LoadedImage{images[i], orig[i].height, orig[i].width, &labels[i]}; };
   }
 };
 
