@@ -1,6 +1,7 @@
 // Training augmentation cost at img 640 on coco128 images, one thread (as each loader worker runs it):
 // the reference mosaic (2s x 2s canvas + cv::warpAffine) against the canvas-free direct warp, whole
-// training samples both ways (mosaic, perspective, HSV, flips), HSV both ways, and the validation letterbox.
+// training samples both ways (mosaic, perspective, HSV, flips), HSV three ways (whole image, strips, the
+// fused kernel), and the validation letterbox.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -91,7 +92,7 @@ void train_sample_bench(benchmark::State& state, bool direct) {
   for (auto _ : state) {
     SampleRng rng(0, 0, i);
     make_train_sample(load, i % kImages, kImages, Hyp{}, kImgSize, kImgSize, kImgSize, true, rng, out,
-                      SampleOptions{direct});
+                      SampleOptions{direct, direct});
     ++i;
     benchmark::DoNotOptimize(out.bgr.data);
   }
@@ -99,21 +100,25 @@ void train_sample_bench(benchmark::State& state, bool direct) {
 void BM_TrainSampleMosaicCanvas(benchmark::State& s) { train_sample_bench(s, false); }
 void BM_TrainSampleMosaicDirect(benchmark::State& s) { train_sample_bench(s, true); }
 
-void hsv_bench(benchmark::State& state, bool strips) {
+enum class HsvPath { whole, strips, fused };
+
+void hsv_bench(benchmark::State& state, HsvPath path) {
   cv::Mat img(kImgSize, kImgSize, CV_8UC3);
   cv::randu(img, 0, 256);
   const double u[3] = {0.3, -0.5, 0.7};
   const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4);
   for (auto _ : state) {
-    if (strips)
-      augment_hsv_strips(img, g);
-    else
-      augment_hsv(img, g);
+    switch (path) {
+      case HsvPath::whole: augment_hsv(img, g); break;
+      case HsvPath::strips: augment_hsv_strips(img, g); break;
+      case HsvPath::fused: augment_hsv_fast(img, g); break;
+    }
     benchmark::DoNotOptimize(img.data);
   }
 }
-void BM_HsvWholeImage(benchmark::State& s) { hsv_bench(s, false); }
-void BM_HsvStrips(benchmark::State& s) { hsv_bench(s, true); }
+void BM_HsvWholeImage(benchmark::State& s) { hsv_bench(s, HsvPath::whole); }
+void BM_HsvStrips(benchmark::State& s) { hsv_bench(s, HsvPath::strips); }
+void BM_HsvFused(benchmark::State& s) { hsv_bench(s, HsvPath::fused); }
 
 void BM_Letterbox(benchmark::State& state) {
   if (!images().ok(state)) return;
@@ -132,6 +137,7 @@ BENCHMARK(BM_TrainSampleMosaicCanvas)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainSampleMosaicDirect)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HsvWholeImage)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HsvStrips)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HsvFused)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Letterbox)->Unit(benchmark::kMillisecond);
 
 }  // namespace

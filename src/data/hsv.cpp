@@ -3,7 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <opencv2/imgproc.hpp>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KESTREL_HSV_AVX2 1
+#endif
 
 namespace kestrel {
 namespace {
@@ -68,6 +74,168 @@ void augment_hsv_strips(cv::Mat& bgr, const HsvGains& gains) {
     apply_luts(strip, luts);
     cv::cvtColor(strip, rows, cv::COLOR_HSV2BGR);
   }
+}
+
+namespace {
+
+#if KESTREL_HSV_AVX2
+struct FusedHsv {
+  double r[3];  // the gains
+};
+
+// Byte shuffles that gather channel c (B, G, R) of 8 interleaved pixels: pixels 0-5 (B) or 0-4 (G, R)
+// lie in the first 16 bytes, the rest in the next 8. -128 zeroes a byte.
+alignas(16) constexpr int8_t kFromLo[3][16] = {
+    {0, 3, 6, 9, 12, 15, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128},
+    {1, 4, 7, 10, 13, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128},
+    {2, 5, 8, 11, 14, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128, -128}};
+alignas(16) constexpr int8_t kFromHi[3][16] = {
+    {-128, -128, -128, -128, -128, -128, 2, 5, -128, -128, -128, -128, -128, -128, -128, -128},
+    {-128, -128, -128, -128, -128, 0, 3, 6, -128, -128, -128, -128, -128, -128, -128, -128},
+    {-128, -128, -128, -128, -128, 1, 4, 7, -128, -128, -128, -128, -128, -128, -128, -128}};
+
+__attribute__((target("avx2,fma"))) inline __m256i channel(__m128i lo, __m128i hi, int c) {
+  const __m128i bytes = _mm_or_si128(_mm_shuffle_epi8(lo, _mm_load_si128(reinterpret_cast<const __m128i*>(kFromLo[c]))),
+                                     _mm_shuffle_epi8(hi, _mm_load_si128(reinterpret_cast<const __m128i*>(kFromHi[c]))));
+  return _mm256_cvtepu8_epi32(bytes);
+}
+
+// round(n / d), OpenCV's reciprocal-table entry, for d in [1, 255] (0 where d == 0, as in its tables). The
+// float quotient rounds to the same integer as the exact one for every such d and both numerators used
+// here (checked exhaustively in tests/data/test_augment_hsv.cpp), so no lookup is needed.
+__attribute__((target("avx2,fma"))) inline __m256i rounded_quotient(int n, __m256i d) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256 q = _mm256_div_ps(_mm256_set1_ps(static_cast<float>(n)), _mm256_cvtepi32_ps(_mm256_max_epi32(d, _mm256_set1_epi32(1))));
+  return _mm256_andnot_si256(_mm256_cmpeq_epi32(d, zero), _mm256_cvtps_epi32(q));
+}
+
+// trunc(x * r) for 8 integers x in [0, 255] in float64, then wrapped once at `limit` (the hue: the product
+// stays below 2 * 180) or clipped to [0, limit]. Truncating before the wrap gives the same integer as
+// numpy's (x * r) % 180 followed by astype(uint8), with no second floating-point rounding.
+__attribute__((target("avx2,fma"))) inline __m256i table_values(__m256i x, double r, int limit, bool wrap) {
+  const __m256d vr = _mm256_set1_pd(r), zero = _mm256_setzero_pd();
+  __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), vr);
+  __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), vr);
+  if (!wrap) {
+    const __m256d top = _mm256_set1_pd(limit);
+    lo = _mm256_min_pd(_mm256_max_pd(lo, zero), top);
+    hi = _mm256_min_pd(_mm256_max_pd(hi, zero), top);
+  }
+  __m256i t = _mm256_setr_m128i(_mm256_cvttpd_epi32(lo), _mm256_cvttpd_epi32(hi));
+  if (wrap) {
+    const __m256i vlimit = _mm256_set1_epi32(limit);
+    t = _mm256_sub_epi32(t, _mm256_and_si256(_mm256_cmpgt_epi32(t, _mm256_sub_epi32(vlimit, _mm256_set1_epi32(1))), vlimit));
+  }
+  return t;
+}
+
+// 8 pixels (24 bytes) in place.
+__attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, const FusedHsv& k) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
+  const __m256i ib = channel(lo, hi, 0), ig = channel(lo, hi, 1), ir = channel(lo, hi, 2);
+
+  // BGR -> HSV exactly as OpenCV's 8-bit RGB2HSV: s = (diff * sdiv[v] + 2^11) >> 12 and
+  // h = (num * hdiv[diff] + 2^11) >> 12 with the reciprocal tables sdiv[v] = round(255 * 2^12 / v) and
+  // hdiv[d] = round(30 * 2^12 / d), computed here instead of looked up (see rounded_quotient).
+  const __m256i iv = _mm256_max_epi32(ib, _mm256_max_epi32(ig, ir));
+  const __m256i idiff = _mm256_sub_epi32(iv, _mm256_min_epi32(ib, _mm256_min_epi32(ig, ir)));
+  const __m256i half = _mm256_set1_epi32(1 << 11);
+  const __m256i sdiv = rounded_quotient(255 << 12, iv);
+  const __m256i hdiv = rounded_quotient(30 << 12, idiff);
+  const __m256i is = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(idiff, sdiv), half), 12);
+  const __m256i v_is_r = _mm256_cmpeq_epi32(iv, ir), v_is_g = _mm256_cmpeq_epi32(iv, ig);
+  const __m256i two_d = _mm256_add_epi32(idiff, idiff);
+  __m256i num = _mm256_add_epi32(_mm256_sub_epi32(ir, ig), _mm256_add_epi32(two_d, two_d));     // max is B
+  num = _mm256_blendv_epi8(num, _mm256_add_epi32(_mm256_sub_epi32(ib, ir), two_d), v_is_g);  // max is G
+  num = _mm256_blendv_epi8(num, _mm256_sub_epi32(ig, ib), v_is_r);                           // max is R
+  __m256i ih = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(num, hdiv), half), 12);
+  ih = _mm256_add_epi32(ih, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih), _mm256_set1_epi32(180)));
+
+  // YOLOv5's tables as arithmetic, in float64 as numpy builds them: (h*r0) mod 180, clip(s*r1, 0, 255),
+  // clip(v*r2, 0, 255), each truncated.
+  const __m256 c255 = _mm256_set1_ps(255.f);
+  const __m256 h = _mm256_cvtepi32_ps(table_values(ih, k.r[0], 180, true));
+  __m256 sat = _mm256_cvtepi32_ps(table_values(is, k.r[1], 255, false));
+  __m256 val = _mm256_cvtepi32_ps(table_values(iv, k.r[2], 255, false));
+
+  // HSV -> BGR as OpenCV's HSV2RGB: sector and fraction of h * 6/180, four candidate values.
+  const __m256 one = _mm256_set1_ps(1.f), inv255 = _mm256_set1_ps(1.f / 255.f);
+  sat = _mm256_mul_ps(sat, inv255);
+  val = _mm256_mul_ps(val, inv255);
+  const __m256 hh = _mm256_mul_ps(h, _mm256_set1_ps(6.f / 180.f));
+  const __m256 sector = _mm256_floor_ps(hh);
+  const __m256 f = _mm256_sub_ps(hh, sector);
+  const __m256 tab0 = val;
+  const __m256 tab1 = _mm256_mul_ps(val, _mm256_sub_ps(one, sat));
+  const __m256 tab2 = _mm256_mul_ps(val, _mm256_sub_ps(one, _mm256_mul_ps(sat, f)));
+  const __m256 tab3 = _mm256_mul_ps(val, _mm256_sub_ps(one, _mm256_mul_ps(sat, _mm256_sub_ps(one, f))));
+  const __m256 s1 = _mm256_cmp_ps(sector, _mm256_set1_ps(1.f), _CMP_EQ_OQ);
+  const __m256 s2 = _mm256_cmp_ps(sector, _mm256_set1_ps(2.f), _CMP_EQ_OQ);
+  const __m256 s3 = _mm256_cmp_ps(sector, _mm256_set1_ps(3.f), _CMP_EQ_OQ);
+  const __m256 s4 = _mm256_cmp_ps(sector, _mm256_set1_ps(4.f), _CMP_EQ_OQ);
+  const __m256 s5 = _mm256_cmp_ps(sector, _mm256_set1_ps(5.f), _CMP_EQ_OQ);
+  // Sectors 0..5 give (b, g, r) = (1,3,0) (1,0,2) (3,0,1) (0,2,1) (0,1,3) (2,1,0) of tab.
+  __m256 ob = _mm256_blendv_ps(tab1, tab3, s2);
+  ob = _mm256_blendv_ps(ob, tab0, _mm256_or_ps(s3, s4));
+  ob = _mm256_blendv_ps(ob, tab2, s5);
+  __m256 og = _mm256_blendv_ps(tab3, tab0, _mm256_or_ps(s1, s2));
+  og = _mm256_blendv_ps(og, tab2, s3);
+  og = _mm256_blendv_ps(og, tab1, _mm256_or_ps(s4, s5));
+  __m256 orr = _mm256_blendv_ps(tab0, tab2, s1);
+  orr = _mm256_blendv_ps(orr, tab1, _mm256_or_ps(s2, s3));
+  orr = _mm256_blendv_ps(orr, tab3, s4);
+
+  // Round to bytes and interleave back: each int32 lane becomes one pixel's B | G << 8 | R << 16.
+  // OpenCV's vector loop truncates here (its scalar tail rounds; with our row widths it is never reached).
+  const __m256i ob8 = _mm256_cvttps_epi32(_mm256_mul_ps(ob, c255));
+  const __m256i og8 = _mm256_cvttps_epi32(_mm256_mul_ps(og, c255));
+  const __m256i or8 = _mm256_cvttps_epi32(_mm256_mul_ps(orr, c255));
+  const __m256i pix = _mm256_or_si256(ob8, _mm256_or_si256(_mm256_slli_epi32(og8, 8), _mm256_slli_epi32(or8, 16)));
+  const __m256i packed = _mm256_shuffle_epi8(
+      pix, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128, 0, 1, 2, 4, 5, 6, 8, 9,
+                            10, 12, 13, 14, -128, -128, -128, -128));
+  const __m128i first = _mm256_castsi256_si128(packed), second = _mm256_extracti128_si256(packed, 1);
+  alignas(16) uint8_t out[32];
+  _mm_store_si128(reinterpret_cast<__m128i*>(out), first);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 12), second);
+  std::memcpy(p, out, 24);
+}
+
+__attribute__((target("avx2,fma"))) void fused_hsv_row(uint8_t* p, int n, const FusedHsv& k) {
+  int x = 0;
+  for (; x + 8 <= n; x += 8) fused_hsv_8(p + 3 * x, k);
+  if (x < n) {  // the last few pixels through a padded copy, so every pixel gets the same arithmetic
+    uint8_t tail[24] = {};
+    std::memcpy(tail, p + 3 * x, 3 * (n - x));
+    fused_hsv_8(tail, k);
+    std::memcpy(p + 3 * x, tail, 3 * (n - x));
+  }
+}
+#endif
+
+}  // namespace
+
+bool hsv_fast_kernel_available() {
+#if KESTREL_HSV_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+void augment_hsv_fast(cv::Mat& bgr, const HsvGains& gains) {
+  if (!gains.active) return;
+#if KESTREL_HSV_AVX2
+  if (hsv_fast_kernel_available() && gains.r[0] >= 0 && gains.r[0] < 2) {  // hsv_h <= 1: one wrap of the hue
+    const FusedHsv k{{gains.r[0], gains.r[1], gains.r[2]}};
+    const int rows = bgr.isContinuous() ? 1 : bgr.rows, cols = bgr.isContinuous() ? bgr.rows * bgr.cols : bgr.cols;
+    for (int y = 0; y < rows; ++y) fused_hsv_row(bgr.ptr<uint8_t>(y), cols, k);
+    return;
+  }
+#endif
+  augment_hsv_strips(bgr, gains);
 }
 
 }  // namespace kestrel

@@ -133,7 +133,12 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
   }
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
   ScopedStage colour_timer(Stage::colour);
-  augment_hsv_strips(out.bgr, d.hsv);  // per pixel, so before or after the flips alike
+  if (!direct)
+    augment_hsv(out.bgr, d.hsv);
+  else if (options.fused_hsv)
+    augment_hsv_fast(out.bgr, d.hsv);  // per pixel, so before or after the flips alike
+  else
+    augment_hsv_strips(out.bgr, d.hsv);
   if (!direct) {
     if (d.flip_ud) cv::flip(out.bgr, out.bgr, 0);
     if (d.flip_lr) cv::flip(out.bgr, out.bgr, 1);

@@ -50,6 +50,10 @@ struct SampleOptions {
   // default hyp (no rotation or shear) its warp is separable and measured 0.58 vs 1.50 ms per mosaic +
   // perspective at img 640 on one thread (bench/bench_augment.cpp), and it needs no canvas memory.
   bool direct_warp = true;
+  // With the direct path: HSV through the fused kernel (augment_hsv_fast: one pass, about 0.6x the time of
+  // OpenCV's round trip) instead of augment_hsv_strips; same bytes wherever rows are a multiple of 32 wide,
+  // as training images are (hsv.h).
+  bool fused_hsv = true;
 };
 
 // Training __getitem__: with probability hyp.mosaic a mosaic (4 tiles) + random perspective (+ mixup with

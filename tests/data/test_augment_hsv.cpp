@@ -1,5 +1,11 @@
 // augment_hsv against YOLOv5's recorded gains, tables and pixels (augment_hsv.json): exact with OpenCV 4.6.
+// The fused kernel (augment_hsv_fast) against the exact path: over every colour on a grid and YOLOv5's
+// recorded cases, with the number of differing values printed and bounded.
 #include <opencv2/imgproc.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
 
 #include "data/hsv.h"
 #include "pixel_summary.h"
@@ -67,6 +73,9 @@ TEST(AugmentHsv, PixelsMatchYolov5Exactly) {
       augment_hsv_strips(strips, g);
       EXPECT_EQ(cv::norm(whole, want, cv::NORM_INF), 0) << "augment_hsv";
       EXPECT_EQ(cv::norm(strips, want, cv::NORM_INF), 0) << "augment_hsv_strips";
+      cv::Mat fused = in.clone();
+      augment_hsv_fast(fused, g);
+      EXPECT_LE(cv::norm(fused, want, cv::NORM_INF), 1) << "augment_hsv_fast";
       if (expected.contains("changed_pixels")) {
         cv::Mat diff;
         cv::absdiff(whole, in, diff);
@@ -91,6 +100,66 @@ TEST(AugmentHsv, DrawsOnlyWithNonZeroGains) {
   EXPECT_EQ(g.r[1], 1.0);
   EXPECT_GE(g.r[2], 0.6);
   EXPECT_LT(g.r[2], 1.4);
+}
+
+// The fused kernel computes OpenCV's reciprocal tables round(n / d) by float division; that must round to
+// the same integer for every divisor it meets (1..255) and both numerators.
+TEST(AugmentHsvFast, FloatQuotientsReproduceOpenCvsReciprocalTables) {
+  for (const int n : {255 << 12, 30 << 12})
+    for (int d = 1; d < 256; ++d)
+      EXPECT_EQ(std::lrintf(static_cast<float>(n) / static_cast<float>(d)), std::lrint(static_cast<double>(n) / d))
+          << n << " / " << d;
+}
+
+// Every colour on a grid of step 3 (636056 pixels), under identity, weak, strong and extreme gains.
+TEST(AugmentHsvFast, AgreesWithOpenCvOnAlmostEveryValue) {
+  if (!hsv_fast_kernel_available()) GTEST_SKIP() << "no AVX2 here: augment_hsv_fast runs the exact path";
+  std::vector<cv::Vec3b> colours;
+  for (int b = 0; b < 256; b += 3)
+    for (int g = 0; g < 256; g += 3)
+      for (int r = 0; r < 256; r += 3) colours.push_back({uchar(b), uchar(g), uchar(r)});
+  // Rows of 640 (OpenCV's vector loop covers them whole; its scalar tail rounds where the loop truncates).
+  for (size_t i = 0; colours.size() % 640 != 0; ++i) colours.push_back(colours[i]);
+  const cv::Mat grid = cv::Mat(1, static_cast<int>(colours.size()), CV_8UC3, colours.data()).reshape(3, int(colours.size() / 640));
+  const double cases[][3] = {{0, 0, 0}, {0.3, -0.5, 0.2}, {-1, -1, -1}, {1, 1, 1}, {0.7, 0.9, -0.8}};
+  for (const auto& u : cases) {
+    const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4);
+    cv::Mat exact = grid.clone(), fused = grid.clone();
+    augment_hsv(exact, g);
+    augment_hsv_fast(fused, g);
+    cv::Mat diff;
+    cv::absdiff(exact, fused, diff);
+    const int differing = cv::countNonZero(diff.reshape(1));
+    std::printf("gains (%.3f, %.3f, %.3f): %d of %zu values differ, max %g\n", g.r[0], g.r[1], g.r[2], differing,
+                diff.total() * 3, cv::norm(diff, cv::NORM_INF));
+    EXPECT_LE(cv::norm(diff, cv::NORM_INF), 1);
+    EXPECT_LT(differing, 100) << "more than ~1 in 20000 values";
+  }
+}
+
+TEST(AugmentHsvFast, HandlesEveryWidthAndFallsBackForLargeHueGains) {
+  cv::RNG rng(3);
+  for (int w = 1; w <= 19; ++w) {  // every tail length, and rows that are not continuous
+    cv::Mat wide(5, 40, CV_8UC3);
+    rng.fill(wide, cv::RNG::UNIFORM, 0, 256);
+    cv::Mat exact = wide.colRange(3, 3 + w).clone(), fused_view = wide.colRange(3, 3 + w);
+    const cv::Mat untouched = wide.colRange(3 + w, 40).clone();
+    const double u[3] = {0.5, 0.5, 0.5};
+    const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4);
+    augment_hsv(exact, g);
+    augment_hsv_fast(fused_view, g);
+    EXPECT_LE(cv::norm(fused_view, exact, cv::NORM_INF), 1) << "width " << w;
+    EXPECT_EQ(cv::norm(wide.colRange(3 + w, 40), untouched, cv::NORM_INF), 0) << "width " << w << " wrote past the row";
+  }
+  // A hue gain of 2 or more wraps the hue more than once: the exact path runs, so the bytes are OpenCV's.
+  cv::Mat img(16, 16, CV_8UC3);
+  rng.fill(img, cv::RNG::UNIFORM, 0, 256);
+  const double u[3] = {1, 0, 0};
+  const HsvGains g = hsv_gains_from_u(u, 1.5, 0, 0);
+  cv::Mat exact = img.clone(), fused = img.clone();
+  augment_hsv(exact, g);
+  augment_hsv_fast(fused, g);
+  EXPECT_EQ(cv::norm(exact, fused, cv::NORM_INF), 0);
 }
 
 }  // namespace
