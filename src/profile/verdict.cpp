@@ -1,6 +1,7 @@
 // Verdict rules. Thresholds: a step waiting > 5% on data is not compute-bound (the loader target is
 // < 3%); a CPU is "saturated" above 85% of its cores; swap above 64 MB means the cache or prefetch
-// is pushing the machine out of memory.
+// is pushing the machine out of memory; on a CPU-only run, loader threads taking over 10% of the
+// process's CPU without a cache are decoding on the cores the model computes on.
 #include "profile/verdict.h"
 
 #include <cstdio>
@@ -50,6 +51,9 @@ Verdict judge(const VerdictInput& in) {
     v.summary = "compute-bound: the model waited " + pct(wait) + " of each step for data";
     v.action = in.gpu ? "use mixed precision, a smaller model or image size, or more GPUs"
                       : "use a smaller model or image size, or train on a GPU";
+    if (!in.gpu && !in.images_cached && s.process_cpu > 0 && s.loader_cpu > 0.1 * s.process_cpu)
+      v.action = "use --cache ram (or --cache disk): the loader threads took " + pct(s.loader_cpu / s.process_cpu) +
+                 " of the CPU decoding images, on the cores the model computes on; a cache decodes each image once";
     return v;
   }
   const std::string stage = in.largest_loader_stage.empty() ? "" : "; " + in.largest_loader_stage + " is the largest loader stage";

@@ -17,6 +17,7 @@ struct VerdictInput {
   bool gpu = false;              // training on an accelerator
   int loader_workers = 0;        // loader threads
   std::string largest_loader_stage;  // e.g. "decode", from the loader's stage timers ("" if unknown)
+  bool images_cached = false;   // --cache ram or disk in use
 };
 
 struct Verdict {

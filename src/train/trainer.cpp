@@ -348,7 +348,8 @@ TrainResult train(TrainOptions opt) {
     }
     timeline.mark(StepStage::logging);
     const StageTotals et = timeline.end_epoch();
-    VerdictInput vin{et, sampler.summarize(sample_mark), device.is_cuda(), workers, largest_stage_name(loader.stage_times())};
+    VerdictInput vin{et, sampler.summarize(sample_mark), device.is_cuda(), workers, largest_stage_name(loader.stage_times()),
+                     loader.cache() != nullptr};
     std::printf("epoch %d: %.1f s train, %s | %s\n", epoch, epoch_train_s, format_stage_line(et).c_str(), judge(vin).summary.c_str());
     if (stop && epoch + 1 < opt.epochs && !last_step_budget)
       std::cout << "Stopping training early as no improvement observed in last " << opt.patience
@@ -369,7 +370,8 @@ TrainResult train(TrainOptions opt) {
               (train_seconds + val_seconds) / 3600, result.seconds_per_epoch, result.seconds_per_val);
   if (last_val.metrics.images) std::cout << format_val_table(last_val.metrics, names, true) << format_val_speed(last_val, opt.img_size, vo.batch_size) << "\n";
 
-  VerdictInput vin{result.timeline, sampler.summarize(0), device.is_cuda(), workers, largest_stage_name(loader.stage_times())};
+  VerdictInput vin{result.timeline, sampler.summarize(0), device.is_cuda(), workers, largest_stage_name(loader.stage_times()),
+                   loader.cache() != nullptr};
   const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";

@@ -29,6 +29,20 @@ TEST(Verdict, WaitingWithBusyLoaderIsDataBoundAndNamesTheStage) {
   EXPECT_NE(v.summary.find("40%"), std::string::npos);
 }
 
+TEST(Verdict, CpuRunWhoseLoaderDecodesOnTheModelsCoresIsToldToCache) {
+  VerdictInput in = input(0.02, 1.0, 0.3, 2);
+  in.system.process_cpu = 1.9;  // 16% of it in the loader threads
+  Verdict v = judge(in);
+  EXPECT_EQ(v.bound, Bound::compute);
+  EXPECT_NE(v.action.find("--cache ram"), std::string::npos) << v.action;
+  EXPECT_NE(v.action.find("16%"), std::string::npos) << v.action;
+  in.images_cached = true;
+  EXPECT_EQ(judge(in).action.find("--cache"), std::string::npos);
+  in.images_cached = false;
+  in.system.loader_cpu = 0.1;  // 5%: not worth a cache
+  EXPECT_EQ(judge(in).action.find("--cache"), std::string::npos);
+}
+
 TEST(Verdict, WaitingWithIdleCpusIsIoBound) { EXPECT_EQ(judge(input(0.4, 0.2, 0.1, 2)).bound, Bound::io); }
 
 TEST(Verdict, SwapIsMemoryBound) {
