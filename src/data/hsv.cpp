@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <opencv2/imgproc.hpp>
 
@@ -80,7 +81,10 @@ namespace {
 
 #if KESTREL_HSV_AVX2
 struct FusedHsv {
-  double r[3];  // the gains
+  double r[3];               // the gains
+  float rf[3];               // the same in float32
+  bool float_tables = false;  // float32 products truncate to YOLOv5's float64 tables for every input
+  uint8_t grey[24];          // 8 pixels of YOLOv5's border grey (114), converted
 };
 
 // Byte shuffles that gather channel c (B, G, R) of 8 interleaved pixels: pixels 0-5 (B) or 0-4 (G, R)
@@ -109,19 +113,28 @@ __attribute__((target("avx2,fma"))) inline __m256i rounded_quotient(int n, __m25
   return _mm256_andnot_si256(_mm256_cmpeq_epi32(d, zero), _mm256_cvtps_epi32(q));
 }
 
-// trunc(x * r) for 8 integers x in [0, 255] in float64, then wrapped once at `limit` (the hue: the product
-// stays below 2 * 180) or clipped to [0, limit]. Truncating before the wrap gives the same integer as
-// numpy's (x * r) % 180 followed by astype(uint8), with no second floating-point rounding.
-__attribute__((target("avx2,fma"))) inline __m256i table_values(__m256i x, double r, int limit, bool wrap) {
-  const __m256d vr = _mm256_set1_pd(r), zero = _mm256_setzero_pd();
-  __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), vr);
-  __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), vr);
-  if (!wrap) {
-    const __m256d top = _mm256_set1_pd(limit);
-    lo = _mm256_min_pd(_mm256_max_pd(lo, zero), top);
-    hi = _mm256_min_pd(_mm256_max_pd(hi, zero), top);
+// trunc(x * r) for 8 integers x in [0, 255], then wrapped once at `limit` (the hue: the product stays below
+// 2 * 180) or clipped to [0, limit]. Truncating before the wrap gives the same integer as numpy's
+// (x * r) % 180 followed by astype(uint8), with no second floating-point rounding. In float64 as numpy
+// builds the tables, or in float32 when FusedHsv::float_tables found that gives the same integers.
+__attribute__((target("avx2,fma"))) inline __m256i table_values(__m256i x, const FusedHsv& k, int c, int limit,
+                                                                 bool wrap) {
+  __m256i t;
+  if (k.float_tables) {
+    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(x), _mm256_set1_ps(k.rf[c]));
+    if (!wrap) p = _mm256_min_ps(_mm256_max_ps(p, _mm256_setzero_ps()), _mm256_set1_ps(static_cast<float>(limit)));
+    t = _mm256_cvttps_epi32(p);
+  } else {
+    const __m256d vr = _mm256_set1_pd(k.r[c]), zero = _mm256_setzero_pd();
+    __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), vr);
+    __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), vr);
+    if (!wrap) {
+      const __m256d top = _mm256_set1_pd(limit);
+      lo = _mm256_min_pd(_mm256_max_pd(lo, zero), top);
+      hi = _mm256_min_pd(_mm256_max_pd(hi, zero), top);
+    }
+    t = _mm256_setr_m128i(_mm256_cvttpd_epi32(lo), _mm256_cvttpd_epi32(hi));
   }
-  __m256i t = _mm256_setr_m128i(_mm256_cvttpd_epi32(lo), _mm256_cvttpd_epi32(hi));
   if (wrap) {
     const __m256i vlimit = _mm256_set1_epi32(limit);
     t = _mm256_sub_epi32(t, _mm256_and_si256(_mm256_cmpgt_epi32(t, _mm256_sub_epi32(vlimit, _mm256_set1_epi32(1))), vlimit));
@@ -129,10 +142,30 @@ __attribute__((target("avx2,fma"))) inline __m256i table_values(__m256i x, doubl
   return t;
 }
 
-// 8 pixels (24 bytes) in place.
-__attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, const FusedHsv& k) {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
+// The scalar twin of table_values' float32 branch for one x.
+int float_table_value(int x, float r, int limit, bool wrap) {
+  float p = static_cast<float>(x) * r;
+  if (!wrap) p = std::min(std::max(p, 0.f), static_cast<float>(limit));
+  const int t = static_cast<int>(p);
+  return wrap && t >= limit ? t - limit : t;
+}
+
+FusedHsv fused_constants(const HsvGains& gains) {
+  FusedHsv k;
+  const HsvLuts luts = hsv_luts(gains.r);
+  k.float_tables = true;
+  for (int c = 0; c < 3; ++c) {
+    k.r[c] = gains.r[c];
+    k.rf[c] = static_cast<float>(gains.r[c]);
+    const std::array<uint8_t, 256>& want = c == 0 ? luts.hue : c == 1 ? luts.sat : luts.val;
+    for (int x = 0; x < (c == 0 ? 180 : 256); ++x)  // hues run to 179
+      k.float_tables &= float_table_value(x, k.rf[c], c == 0 ? 180 : 255, c == 0) == want[x];
+  }
+  return k;
+}
+
+// 8 pixels (24 bytes at p, already loaded as lo: the first 16 and hi: the last 8) in place.
+__attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, __m128i lo, __m128i hi, const FusedHsv& k) {
   const __m256i ib = channel(lo, hi, 0), ig = channel(lo, hi, 1), ir = channel(lo, hi, 2);
 
   // BGR -> HSV exactly as OpenCV's 8-bit RGB2HSV: s = (diff * sdiv[v] + 2^11) >> 12 and
@@ -155,9 +188,9 @@ __attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, const FusedHsv&
   // YOLOv5's tables as arithmetic, in float64 as numpy builds them: (h*r0) mod 180, clip(s*r1, 0, 255),
   // clip(v*r2, 0, 255), each truncated.
   const __m256 c255 = _mm256_set1_ps(255.f);
-  const __m256 h = _mm256_cvtepi32_ps(table_values(ih, k.r[0], 180, true));
-  __m256 sat = _mm256_cvtepi32_ps(table_values(is, k.r[1], 255, false));
-  __m256 val = _mm256_cvtepi32_ps(table_values(iv, k.r[2], 255, false));
+  const __m256 h = _mm256_cvtepi32_ps(table_values(ih, k, 0, 180, true));
+  __m256 sat = _mm256_cvtepi32_ps(table_values(is, k, 1, 255, false));
+  __m256 val = _mm256_cvtepi32_ps(table_values(iv, k, 2, 255, false));
 
   // HSV -> BGR as OpenCV's HSV2RGB: sector and fraction of h * 6/180, four candidate values.
   const __m256 one = _mm256_set1_ps(1.f), inv255 = _mm256_set1_ps(1.f / 255.f);
@@ -202,9 +235,26 @@ __attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, const FusedHsv&
   std::memcpy(p, out, 24);
 }
 
+__attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, const FusedHsv& k) {
+  fused_hsv_8(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16)), k);
+}
+
+// A row of n pixels. Blocks of 8 grey border pixels (114, 114, 114; 13% of a coco128 mosaic) get the
+// precomputed result instead of the arithmetic.
 __attribute__((target("avx2,fma"))) void fused_hsv_row(uint8_t* p, int n, const FusedHsv& k) {
+  const __m128i grey = _mm_set1_epi8(114);
   int x = 0;
-  for (; x + 8 <= n; x += 8) fused_hsv_8(p + 3 * x, k);
+  for (; x + 8 <= n; x += 8) {
+    uint8_t* q = p + 3 * x;
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 16));
+    const int same = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, grey)) | (_mm_movemask_epi8(_mm_cmpeq_epi8(hi, grey)) << 16);
+    if ((same & 0xFFFFFF) == 0xFFFFFF)
+      std::memcpy(q, k.grey, 24);
+    else
+      fused_hsv_8(q, lo, hi, k);
+  }
   if (x < n) {  // the last few pixels through a padded copy, so every pixel gets the same arithmetic
     uint8_t tail[24] = {};
     std::memcpy(tail, p + 3 * x, 3 * (n - x));
@@ -229,7 +279,9 @@ void augment_hsv_fast(cv::Mat& bgr, const HsvGains& gains) {
   if (!gains.active) return;
 #if KESTREL_HSV_AVX2
   if (hsv_fast_kernel_available() && gains.r[0] >= 0 && gains.r[0] < 2) {  // hsv_h <= 1: one wrap of the hue
-    const FusedHsv k{{gains.r[0], gains.r[1], gains.r[2]}};
+    FusedHsv k = fused_constants(gains);
+    std::memset(k.grey, 114, sizeof k.grey);
+    fused_hsv_8(k.grey, k);
     const int rows = bgr.isContinuous() ? 1 : bgr.rows, cols = bgr.isContinuous() ? bgr.rows * bgr.cols : bgr.cols;
     for (int y = 0; y < rows; ++y) fused_hsv_row(bgr.ptr<uint8_t>(y), cols, k);
     return;
