@@ -45,7 +45,7 @@ struct Sample {
 
 struct SampleOptions {
   // true: warp straight from the source images (mosaic without its 2s x 2s canvas, flips folded into the
-  // warp, HSV in strips) instead of YOLOv5's formulation (canvas + cv::warpAffine, whole-image HSV,
+  // warp, HSV in strips or fused) instead of YOLOv5's formulation (canvas + cv::warpAffine, whole-image HSV,
   // separate flips). Both give identical bytes and labels. The direct path is the default: with YOLOv5's
   // default hyp (no rotation or shear) its warp is separable and measured 0.58 vs 1.50 ms per mosaic +
   // perspective at img 640 on one thread (bench/bench_augment.cpp), and it needs no canvas memory.
