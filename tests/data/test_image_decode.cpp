@@ -321,6 +321,31 @@ TEST_F(ImageDecodeFiles, RegionDecodeFallsBackToWholeWhenItCannotApply) {
     decode_image_into(path, 0, got, nullptr, nullptr, nullptr, &region);
     EXPECT_EQ(max_diff(got, cv::imread(path, cv::IMREAD_COLOR)), 0.0);
   }
+  // A file cut short: the region decode gives libjpeg's fill, as the whole decode does, and warns when
+  // it reads into the missing part.
+  const Bytes whole_file = encode(".jpg", picture);
+  const std::string cut = file("cut.jpg", Bytes(whole_file.begin(), whole_file.begin() + whole_file.size() / 2));
+  for (const cv::Rect& rect : {cv::Rect(0, 0, 80, 8), cv::Rect(10, 30, 40, 18)}) {
+    SCOPED_TRACE(::testing::Message() << "truncated, region " << rect);
+    const DecodeRegion region{rect, cv::Size(80, 48)};
+    cv::Mat got;
+    std::string warning;
+    decode_image_into(cut, 0, got, nullptr, nullptr, &warning, &region);
+    const cv::Mat want = cv::imread(cut, cv::IMREAD_COLOR);
+    EXPECT_EQ(max_diff(got(rect), want(rect)), 0.0);
+    if (rect.y > 0) EXPECT_NE(warning.find(cut), std::string::npos) << warning;
+  }
+  // Garbage after the header is an error naming the file, not a crash.
+  Bytes broken = whole_file;
+  for (size_t i = broken.size() / 3; i < broken.size() - 2; ++i) broken[i] = static_cast<unsigned char>(i * 7);
+  const std::string garbled = file("garbled.jpg", broken);
+  const DecodeRegion lower{cv::Rect(0, 24, 80, 24), cv::Size(80, 48)};
+  cv::Mat garbled_out;
+  try {
+    decode_image_into(garbled, 0, garbled_out, nullptr, nullptr, nullptr, &lower);
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find(garbled), std::string::npos) << e.what();
+  }
   // An empty region decodes no pixels but still gives the frame's size.
   const DecodeRegion nothing{cv::Rect(), cv::Size(80, 48)};
   cv::Mat got;
