@@ -222,45 +222,45 @@ class AxisAlignedWarp {
     const auto position = [](int fixed, int lo, int hi) {
       return std::clamp<int>(cv::saturate_cast<short>(fixed >> kInterBits), lo - 2, hi);
     };
-    col_off_.resize(out_w);
-    col_w_.resize(out_w);
+    s_.col_off.resize(out_w);
+    s_.col_w.resize(out_w);
     span0_ = 1 << 30;
     int span1 = -(1 << 30);
     for (int x = 0; x < out_w; ++x) {
       const int sx = position(col_fixed[x], lo_x, hi_x), fx = col_fixed[x] & 31;
-      col_off_[x] = sx;
-      col_w_[x] = (fx << 16) | (32 - fx);  // the 16-bit pair (32-fx, fx), as one madd operand
+      s_.col_off[x] = sx;
+      s_.col_w[x] = (fx << 16) | (32 - fx);  // the 16-bit pair (32-fx, fx), as one madd operand
       span0_ = std::min(span0_, sx), span1 = std::max(span1, sx + 1);
     }
     span_w_ = span1 - span0_ + 1;
-    for (int& off : col_off_) off = 3 * (off - span0_);
-    row_pos_.resize(out_h);
-    row_w_.resize(out_h);
-    for (int y = 0; y < out_h; ++y) row_pos_[y] = position(row_fixed[y], lo_y, hi_y), row_w_[y] = row_fixed[y] & 31;
-    for (auto& slot : rows_) slot.row = INT32_MIN, slot.pixels.resize(3 * span_w_ + 16);
-    vsum_.resize(3 * span_w_ + 8);  // the horizontal pass reads 8 values from the last position
+    for (int& off : s_.col_off) off = 3 * (off - span0_);
+    s_.row_pos.resize(out_h);
+    s_.row_w.resize(out_h);
+    for (int y = 0; y < out_h; ++y) s_.row_pos[y] = position(row_fixed[y], lo_y, hi_y), s_.row_w[y] = row_fixed[y] & 31;
+    for (auto& slot : s_.rows) slot.row = INT32_MIN, slot.used = 0, slot.pixels.resize(3 * span_w_ + 16);
+    s_.vsum.resize(3 * span_w_ + 8);  // the horizontal pass reads 8 values from the last position
   }
 
   void run(cv::Mat& out) {
     for (int y = 0; y < out_h_; ++y) {
-      const uint8_t* a = canvas_row(row_pos_[y]);
-      const uint8_t* b = canvas_row(row_pos_[y] + 1);
-      blend_rows(a, b, row_w_[y]);
+      const uint8_t* a = canvas_row(s_.row_pos[y]);
+      const uint8_t* b = canvas_row(s_.row_pos[y] + 1);
+      blend_rows(a, b, s_.row_w[y]);
       blend_columns(out.ptr<uint8_t>(y));
     }
   }
 
  private:
   struct RowSlot {
-    int row;
+    int row = 0;
     uint64_t used = 0;
     std::vector<uint8_t> pixels;
   };
 
   // Canvas row r over the span, from a two-slot cache (consecutive output rows share source rows).
   const uint8_t* canvas_row(int r) {
-    RowSlot* slot = &rows_[0];
-    for (RowSlot& s : rows_) {
+    RowSlot* slot = &s_.rows[0];
+    for (RowSlot& s : s_.rows) {
       if (s.row == r) {
         s.used = ++clock_;
         return s.pixels.data();
@@ -284,7 +284,7 @@ class AxisAlignedWarp {
   // vsum = (32-fy)*a + fy*b over the span, in 16 bits (at most 32*255).
   void blend_rows(const uint8_t* a, const uint8_t* b, int fy) {
     const int n = 3 * span_w_;
-    uint16_t* v = vsum_.data();
+    uint16_t* v = s_.vsum.data();
     int i = 0;
 #if defined(__SSE2__)
     const __m128i wa = _mm_set1_epi16(static_cast<short>(32 - fy)), wb = _mm_set1_epi16(static_cast<short>(fy));
@@ -305,7 +305,7 @@ class AxisAlignedWarp {
 
   // out[x] = ((32-fx)*vsum[sx] + fx*vsum[sx+1] + 512) >> 10 per channel.
   void blend_columns(uint8_t* out) const {
-    const uint16_t* v = vsum_.data();
+    const uint16_t* v = s_.vsum.data();
     int x = 0;
 #if defined(__SSE2__)
     const __m128i round = _mm_set1_epi32(512);
@@ -313,9 +313,9 @@ class AxisAlignedWarp {
     // right neighbour, multiply-add with (32-fx, fx). Each step stores 4 bytes; the 4th is the next
     // pixel's first, rewritten by the next step, so the row's last pixel is done below instead.
     for (; x + 1 < out_w_; ++x) {
-      const __m128i left = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + col_off_[x]));
+      const __m128i left = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + s_.col_off[x]));
       const __m128i pairs = _mm_unpacklo_epi16(left, _mm_srli_si128(left, 6));
-      __m128i sum = _mm_madd_epi16(pairs, _mm_set1_epi32(col_w_[x]));
+      __m128i sum = _mm_madd_epi16(pairs, _mm_set1_epi32(s_.col_w[x]));
       sum = _mm_srai_epi32(_mm_add_epi32(sum, round), kAbBits);
       const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(sum, sum), sum);
       const int word = _mm_cvtsi128_si32(bytes);
@@ -323,19 +323,28 @@ class AxisAlignedWarp {
     }
 #endif
     for (; x < out_w_; ++x) {
-      const uint16_t* p = v + col_off_[x];
-      const int w0 = col_w_[x] & 0xffff, w1 = col_w_[x] >> 16;
+      const uint16_t* p = v + s_.col_off[x];
+      const int w0 = s_.col_w[x] & 0xffff, w1 = s_.col_w[x] >> 16;
       for (int ch = 0; ch < 3; ++ch) out[3 * x + ch] = static_cast<uint8_t>((w0 * p[ch] + w1 * p[ch + 3] + 512) >> kAbBits);
     }
+  }
+
+  // Per-thread buffers, kept between calls so a warp allocates nothing once warm.
+  struct Scratch {
+    std::vector<int> col_off, col_w, row_pos, row_w;
+    RowSlot rows[2];
+    std::vector<uint16_t> vsum;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
   }
 
   const PieceCanvas& c_;
   int out_w_, out_h_;
   int span0_ = 0, span_w_ = 0;
-  std::vector<int> col_off_, col_w_, row_pos_, row_w_;
-  RowSlot rows_[2];
+  Scratch& s_ = scratch();
   uint64_t clock_ = 0;
-  std::vector<uint16_t> vsum_;
 };
 
 }  // namespace
