@@ -16,7 +16,11 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--hyp", o.hyp, "hyperparameters yaml (default: hyp.scratch-low)");
   cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch");
   cmd->add_flag("--rect", o.rect, "rectangular training");
-  cmd->add_option("--cache", o.cache, "cache images in ram (default when given alone) or disk")->expected(0, 1)->default_str("ram");
+  cmd->add_option("--cache", o.cache,
+                  "cache images: ram (when given alone), disk or none; default auto = ram when the images take "
+                  "under 1/8 of the free memory")
+      ->expected(0, 1)
+      ->default_str("ram");
   cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
   cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
   cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");

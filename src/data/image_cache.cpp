@@ -190,6 +190,16 @@ size_t estimate_cache_bytes(const std::vector<ImageRecord>& records, int img_siz
   return total;
 }
 
+CacheMode choose_auto_cache(size_t image_bytes, size_t available_bytes, std::string* why) {
+  const bool fits = available_bytes > 0 && image_bytes <= available_bytes / 8;
+  if (why)
+    *why = fits ? "caching images in RAM (" + gib(image_bytes) + ", under 1/8 of the " + gib(available_bytes) +
+                      " available): each is decoded once, not ~4 times an epoch; --cache none turns this off"
+                : "not caching images (" + gib(image_bytes) + " would be over 1/8 of the " + gib(available_bytes) +
+                      " available); --cache ram or --cache disk to cache anyway";
+  return fits ? CacheMode::ram : CacheMode::none;
+}
+
 size_t mem_available_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string key;

@@ -32,6 +32,10 @@ cv::Size resized_size(int w0, int h0, int img_size);
 size_t estimate_cache_bytes(const std::vector<ImageRecord>& records, int img_size);
 // MemAvailable from /proc/meminfo in bytes (0 when unreadable).
 size_t mem_available_bytes();
+// The default cache policy (train's --cache auto): RAM when the resized images take at most 1/8 of the
+// available memory, else none. A mosaic decodes ~4 images per sample, so an uncached run decodes every
+// image ~4 times an epoch; a small dataset is better decoded once. `why` gets the line to print.
+CacheMode choose_auto_cache(size_t image_bytes, size_t available_bytes, std::string* why);
 
 // Where the disk cache of these records lives (the first writable candidate is chosen when building):
 // beside the data (the parent of the first image's folder) and under user_cache_dir()/images

@@ -43,16 +43,24 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
 
-CacheMode parse_cache(const std::string& c) {
+// --cache: none, ram, disk, or auto (RAM when the train and val images are small next to the free memory).
+CacheMode parse_cache(const std::string& c, const DatasetIndex& train, const DatasetIndex& val, int img_size) {
   if (c == "none" || c.empty() || c == "false") return CacheMode::none;
   if (c == "ram" || c == "true") return CacheMode::ram;
   if (c == "disk") return CacheMode::disk;
-  throw std::runtime_error("--cache must be none, ram or disk (got '" + c + "')");
+  if (c == "auto") {
+    std::string why;
+    const size_t bytes = estimate_cache_bytes(train.records, img_size) + estimate_cache_bytes(val.records, img_size);
+    const CacheMode mode = choose_auto_cache(bytes, mem_available_bytes(), &why);
+    std::cout << "--cache auto: " << why << std::endl;  // before the cache's own lines on stderr
+    return mode;
+  }
+  throw std::runtime_error("--cache must be auto, none, ram or disk (got '" + c + "')");
 }
 
 // Loader threads and LibTorch's compute threads share the cores. The compute threads get all cores
-// (OpenMP threads sleep at barriers thanks to OMP_WAIT_POLICY=PASSIVE); the loader threads run at
-// low priority, so they only take cycles compute leaves idle.
+// (OpenMP threads sleep at barriers thanks to OMP_WAIT_POLICY=PASSIVE), so the loader takes the cycles
+// compute leaves idle and, beyond those, time from compute (hence --cache auto).
 int default_workers(int cores) { return std::max(1, std::min(8, cores)); }
 
 std::string latest_last_pt(const std::string& project) {
@@ -168,7 +176,7 @@ TrainResult train(TrainOptions opt) {
   lo.shuffle = !opt.rect;
   lo.pad = 0.0;
   lo.seed = static_cast<uint64_t>(opt.seed);
-  lo.cache = parse_cache(opt.cache);
+  lo.cache = parse_cache(opt.cache, train_index, val_index, opt.img_size);
   lo.hyp = hyp;
   Loader loader(train_index.records, lo);
   if (opt.workers < 0) {  // --workers auto

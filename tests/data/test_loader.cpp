@@ -378,6 +378,17 @@ TEST(ImageCache, RamCacheHoldsWhatDecodingGives) {
   }
 }
 
+TEST(ImageCache, AutoCachesInRamOnlyWhatIsSmallNextToFreeMemory) {
+  std::string why;
+  const size_t gb = size_t{1} << 30;
+  EXPECT_EQ(choose_auto_cache(2 * gb, 16 * gb, &why), CacheMode::ram);  // exactly 1/8
+  EXPECT_NE(why.find("caching images in RAM"), std::string::npos) << why;
+  EXPECT_NE(why.find("--cache none"), std::string::npos) << why;
+  EXPECT_EQ(choose_auto_cache(2 * gb + 1, 16 * gb, &why), CacheMode::none);
+  EXPECT_NE(why.find("not caching"), std::string::npos) << why;
+  EXPECT_EQ(choose_auto_cache(1, 0, &why), CacheMode::none);  // MemAvailable unreadable: never guess
+}
+
 TEST(ImageCache, RamCacheRefusesWhatDoesNotFit) {
   std::vector<ImageRecord> records(4);
   for (auto& r : records) r.image_path = "/nonexistent.jpg", r.width = r.height = 1 << 20;
