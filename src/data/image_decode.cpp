@@ -5,6 +5,7 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -126,7 +127,17 @@ tjscalingfactor choose_scale(int w, int h, int min_long_side) {
   return full;
 }
 
+// PFM (portable float map, in YOLOv5's image formats) starts "PF" or "Pf" and a whitespace.
+bool looks_like_pfm(const unsigned char* d, size_t n) {
+  return n >= 3 && d[0] == 'P' && (d[1] == 'F' || d[1] == 'f') && std::isspace(d[2]);
+}
+
+// OpenCV for everything TurboJPEG does not take. Only formats YOLOv5 accepts get there: imdecode tries
+// every codec it was built with, and some abort the process on malformed input (GDCM asserts on a cut
+// DICOM file) instead of failing, so a stray file in a dataset would kill the run.
 void decode_with_opencv(const std::string& path, const unsigned char* data, size_t size, cv::Mat& out) {
+  if (sniff_image_format(data, size) == ImageFormat::unknown && !looks_like_pfm(data, size))
+    throw ImageError("cannot decode image " + path + ": not a JPEG, PNG, BMP, WebP, TIFF or PFM file");
   const cv::Mat encoded(1, static_cast<int>(size), CV_8UC1, const_cast<unsigned char*>(data));
   cv::Mat decoded;
   try {

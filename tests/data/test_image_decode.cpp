@@ -364,6 +364,30 @@ TEST(ImageDecode, Coco128RegionDecodesMatchWholeDecodes) {
   }
 }
 
+// A file no YOLOv5 format claims never reaches OpenCV's other codecs: its DICOM reader (GDCM) aborts the
+// process on this cut file (found by fuzz/fuzz_jpeg_region) instead of failing.
+TEST_F(ImageDecodeFiles, FilesOfOtherFormatsAreErrorsNotCrashes) {
+  Bytes cut_dicom(128, 0x00);  // preamble
+  for (const char c : {'D', 'I', 'C', 'M'}) cut_dicom.push_back(static_cast<unsigned char>(c));
+  cut_dicom.push_back(0xff);
+  const std::string path = file("scan.jpg", cut_dicom);
+  try {
+    decode_image(path);
+    ADD_FAILURE() << "decoded a cut DICOM file";
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a JPEG, PNG, BMP, WebP, TIFF or PFM"), std::string::npos) << e.what();
+  }
+  ImageHeader header;
+  EXPECT_FALSE(read_image_header(path, &header));
+  // PFM still goes to OpenCV.
+  const cv::Mat gradient = test_picture(6, 9);
+  cv::Mat as_float;
+  gradient.convertTo(as_float, CV_32FC3, 1 / 255.0);
+  const std::string pfm = file("float.pfm", encode(".pfm", as_float));
+  EXPECT_EQ(decode_image(pfm).size(), cv::Size(9, 6));
+}
+
 TEST_F(ImageDecodeFiles, UnreadableFilesThrowNamingTheFile) {
   const std::string empty = file("empty.jpg", {});
   const std::string garbage = file("garbage.png", Bytes(100, 0x42));
