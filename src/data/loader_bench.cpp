@@ -177,7 +177,11 @@ LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
     const char* paid = loader.cache() ? "  (not paid: cached)" : "";
     std::printf("  single-thread probe over %d images, CPU ms per image:\n", std::min<int>(opts.probe_images, probe_records.size()));
     std::printf("    %-12s %7.3f%s\n", "read", p.read * k, paid);
-    std::printf("    %-12s %7.3f%s\n", "decode", p.decode * k, paid);
+    std::printf("    %-12s %7.3f%s\n", "decode", p.decode * k,
+                loader.cache() ? paid
+                : o.partial_decode && o.augment && o.use_mosaic && !o.rect
+                    ? "  (whole images; the loader decodes only what mosaics show)"
+                    : "");
     std::printf("    %-12s %7.3f%s\n", "resize", p.resize * k, paid);
     std::printf("    %-12s %7.3f\n", o.augment ? "mosaic/warp" : "letterbox", p.warp);
     if (o.augment) std::printf("    %-12s %7.3f  (HSV + flips)\n", "colour", p.colour);
