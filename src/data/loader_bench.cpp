@@ -113,7 +113,8 @@ LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
   DatasetIndex index = build_index(opts.val ? cfg.val : cfg.train, cfg.nc);
   const std::vector<ImageRecord> probe_records = index.records;
   const double index_s = seconds_since(setup0);
-  const LoaderOptions& o = opts.loader;
+  LoaderOptions o = opts.loader;
+  if (opts.val) o.augment = false;  // the val split is letterboxed, as validation loads it
   std::printf("loader bench: %s %s, %zu images, img %d, batch %d, workers %d, prefetch %d, cache %s, augment %s%s%s%s\n",
               opts.data_yaml.c_str(), opts.val ? "val" : "train", index.records.size(), o.img_size, o.batch_size,
               o.workers, o.prefetch, cache_name(o.cache), o.augment ? "on" : "off",
