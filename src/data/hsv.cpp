@@ -268,7 +268,7 @@ __attribute__((target("avx2,fma"))) void fused_hsv_row(uint8_t* p, int n, const 
 
 bool hsv_fast_kernel_available() {
 #if KESTREL_HSV_AVX2
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return avx2;
 #else
   return false;

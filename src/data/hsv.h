@@ -45,7 +45,7 @@ void augment_hsv_strips(cv::Mat& bgr, const HsvGains& gains);
 // the mosaic's grey border take a precomputed result. About 0.6x the time of the exact path on photos,
 // less on mosaics. Without AVX2, or with a hue gain of 2 or more, it runs the exact path.
 void augment_hsv_fast(cv::Mat& bgr, const HsvGains& gains);
-// True when augment_hsv_fast has its AVX2 kernel on this CPU.
+// True when augment_hsv_fast has its AVX2 (+FMA) kernel on this CPU.
 bool hsv_fast_kernel_available();
 
 }  // namespace kestrel
