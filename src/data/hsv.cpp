@@ -1,9 +1,10 @@
-// augment_hsv: gains, lookup tables and the two ways of applying them (whole image / cache-sized strips).
+// augment_hsv: gains, lookup tables and the three ways of applying them (whole image, cache-sized strips,
+// the fused AVX2 kernel).
 #include "data/hsv.h"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <opencv2/imgproc.hpp>
 

@@ -1,6 +1,6 @@
 // YOLOv5's augment_hsv (utils/augmentations.py): random hue/saturation/value gains applied through three
 // 256-entry lookup tables in OpenCV's 8-bit HSV space (cv::cvtColor both ways, so the lossy round trip
-// is OpenCV's exactly).
+// is OpenCV's exactly), and a fused AVX2 kernel that computes the same bytes in one pass.
 #pragma once
 #include <array>
 #include <opencv2/core.hpp>

@@ -1,5 +1,6 @@
 // Image decoding: TurboJPEG for JPEG (with decode-time scaling and our own EXIF orientation parser),
-// OpenCV imdecode for everything else, and cheap header readers for the dataset index.
+// libjpeg-turbo's skip/crop for region decodes, OpenCV imdecode for YOLOv5's other formats, and cheap
+// header readers for the dataset index.
 #include "data/image_decode.h"
 
 #include <turbojpeg.h>

@@ -1,7 +1,8 @@
 // Image decoding for the data pipeline: any supported file to 8-bit BGR, EXIF orientation applied.
-// JPEG goes through TurboJPEG (one handle per thread, optional decode-time downscaling); every other
-// format goes through OpenCV's imdecode with IMREAD_COLOR, which is exactly what YOLOv5's cv2.imread
-// gives (grayscale replicated, alpha dropped, 16-bit reduced to 8-bit). The format is chosen by the
+// JPEG goes through TurboJPEG (one handle per thread, optional decode-time downscaling; libjpeg-turbo's
+// own API when only a region is needed); PNG, BMP, WebP, TIFF and PFM go through OpenCV's imdecode with
+// IMREAD_COLOR, which is exactly what YOLOv5's cv2.imread gives (grayscale replicated, alpha dropped,
+// 16-bit reduced to 8-bit); any other content is an error, never handed to OpenCV's other codecs. The format is chosen by the
 // file's magic bytes, never by its extension. Paths may name files inside a pack ("<pack>::<relative
 // path>"): every read goes through read_file_bytes (dataset_files.h).
 #pragma once

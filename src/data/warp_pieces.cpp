@@ -7,7 +7,8 @@
 // footprint in it (the 2x2 neighbours) lies in one quadrant; a piece's surroundings inside its quadrant
 // are grey, which remap's constant border supplies. Blocks that straddle quadrants are split until they
 // do not, and the few pixels whose footprint crosses a split line are blended here with the same integer
-// formula.
+// formula. An axis-aligned M (no rotation or shear) takes a separable path instead (AxisAlignedWarp),
+// with the same integer sum.
 #include "data/warp_pieces.h"
 
 #include <algorithm>
