@@ -25,15 +25,11 @@ void register_detect(CLI::App& app) {
   auto* cmd = add_command(app, "detect", "Detect objects in images with given weights (as detect.py)", [] {
     std::vector<std::string> files = list_image_files({source});
     torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
-    BuiltModel built = build_model(cfg, weights, 0);
     const torch::Device dev = parse_device(device);
-    built.model->to(dev);
-    built.model->eval();
-    built.model->fuse();
-    built.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
     if (o.half && !dev.is_cuda()) throw std::runtime_error("--half needs a CUDA --device");
-    if (o.half) built.model->to(torch::kHalf);
-    const std::vector<std::string>& names = built.model->names();
+    DetectionModel model = load_inference_model(weights, cfg, dev);
+    if (o.half) model->to(torch::kHalf);
+    const std::vector<std::string>& names = model->names();
 
     const std::string save_dir = increment_path(project + "/" + name, exist_ok, "", /*mkdir=*/true);
     if (save_txt) fs::create_directories(save_dir + "/labels");
@@ -49,7 +45,7 @@ void register_detect(CLI::App& app) {
         ++skipped;
         continue;
       }
-      const Detections d = detect_image(*built.model, image, o, dev);
+      const Detections d = detect_image(*model, image, o, dev);
       pre += d.ms_pre, inf += d.ms_inference, nms += d.ms_nms, ++done;
       std::printf("image %zu/%zu %s: %dx%d %s%.1fms\n", i + 1, files.size(), path.c_str(), d.input_h, d.input_w,
                   summarize_detections(d.boxes, names).c_str(), d.ms_inference);

@@ -50,8 +50,7 @@ void register_train(CLI::App& app) {
   static bool no_progress = false;
   auto* cmd = add_command(app, "train", "Train a YOLOv5 detector (no --data: the built-in demo dataset)", [] {
     finish_options(o, workers, no_progress);
-    train(o);
-    return 0;
+    return train(o).interrupted ? 130 : 0;  // 130: what a shell reports for Ctrl-C
   });
   add_train_flags(cmd, o, workers, no_progress);
   auto* epochs = cmd->add_option("--epochs", o.epochs, "total training epochs");

@@ -23,16 +23,16 @@ void register_val(CLI::App& app) {
     for (const auto& w : index.warnings) std::cerr << "WARNING: " << w << "\n";
     std::cout << task << ": " << format_index_stats(index.stats) << "\n";
     torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
-    BuiltModel built = build_model(cfg, weights, vo.single_cls ? 1 : dc.nc);
     const torch::Device dev = parse_device(device);
-    built.model->to(dev);
-    built.model->fuse();
-    built.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    DetectionModel model = load_inference_model(weights, cfg, dev);
+    if (!vo.single_cls && model->nc() != dc.nc)
+      throw std::runtime_error(weights + " (" + std::to_string(model->nc()) + " classes) was trained on other data than " + data +
+                               " (" + std::to_string(dc.nc) + " classes): pass --weights and --data that were trained together");
     vo.workers = workers;
     vo.progress = !no_progress;
-    Validator validator(index.records, dc.names, vo);
-    const ValResult r = validator.run(*built.model, dev);
-    std::cout << format_val_table(r.metrics, dc.names, verbose || (dc.nc < 50)) << format_val_speed(r, vo.img_size, vo.batch_size) << "\n";
+    Validator validator(index.records, model->names(), vo);
+    const ValResult r = validator.run(*model, dev);
+    std::cout << format_val_table(r.metrics, model->names(), verbose || (model->nc() < 50)) << format_val_speed(r, vo.img_size, vo.batch_size) << "\n";
     return 0;
   });
   cmd->add_option("--weights", weights, "YOLOv5 .pt or Kestrel checkpoint")->required();

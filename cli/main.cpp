@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 
@@ -15,6 +16,17 @@ static void ensure_passive_openmp(char** argv) {
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   execv("/proc/self/exe", argv);
   // If re-exec fails we carry on: slower under contention, still correct.
+}
+
+// LibTorch's errors (c10::Error) carry a C++ backtrace in what(), also when another error's message
+// quotes them: the user gets the message alone, the trace only with KESTREL_DEBUG=1.
+static std::string user_message(std::string what) {
+  const char* debug = std::getenv("KESTREL_DEBUG");
+  if (debug && *debug && std::string(debug) != "0") return what;
+  const size_t trace = what.find("Exception raised from ");
+  if (trace != std::string::npos) what.erase(trace);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  return what;
 }
 
 int main(int argc, char** argv) {
@@ -30,7 +42,7 @@ int main(int argc, char** argv) {
   try {
     return kestrel::cli::run_selected(app);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kestrel: error: %s\n", e.what());
+    std::fprintf(stderr, "kestrel: error: %s\n", user_message(e.what()).c_str());
     return 1;
   }
 }

@@ -4,6 +4,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+
 namespace kestrel {
 
 StateDict::operator std::map<std::string, torch::Tensor>() const {
@@ -97,8 +99,9 @@ torch::Tensor DetectionModelImpl::stride_tensor() const {
 }
 
 void DetectionModelImpl::set_names(std::vector<std::string> names) {
-  TORCH_CHECK(static_cast<int64_t>(names.size()) == spec_.nc, "set_names: expected ", spec_.nc,
-              " names, got ", names.size());
+  if (static_cast<int64_t>(names.size()) != spec_.nc)
+    throw std::invalid_argument("a " + std::to_string(spec_.nc) + "-class model cannot take " +
+                                std::to_string(names.size()) + " class names");
   names_ = std::move(names);
 }
 
@@ -135,11 +138,14 @@ StateDict DetectionModelImpl::state() const {
   return out;
 }
 
-size_t DetectionModelImpl::load_matching(const std::map<std::string, torch::Tensor>& src) {
+size_t DetectionModelImpl::load_matching(const std::map<std::string, torch::Tensor>& src,
+                                         const std::vector<std::string>& exclude) {
   torch::NoGradGuard no_grad;
   size_t transferred = 0;
   for (auto& [name, tensor] : state()) {
-    const auto it = src.find(name);
+    const bool excluded = std::any_of(exclude.begin(), exclude.end(),
+                                      [&](const std::string& e) { return name.find(e) != std::string::npos; });
+    const auto it = excluded ? src.end() : src.find(name);
     if (it == src.end() || it->second.sizes() != tensor.sizes()) continue;
     tensor.copy_(it->second);
     ++transferred;

@@ -69,8 +69,9 @@ class DetectionModelImpl : public torch::nn::Module {
   bool fused() const { return fused_; }
 
   // Copies every tensor of `src` whose name and shape match one of this model's (YOLOv5's
-  // intersect_dicts + load_state_dict(strict=False)); returns how many were transferred.
-  size_t load_matching(const std::map<std::string, torch::Tensor>& src);
+  // intersect_dicts + load_state_dict(strict=False)); names containing one of `exclude` are left
+  // alone (train.py excludes "anchor" when the model comes from --cfg). Returns how many were copied.
+  size_t load_matching(const std::map<std::string, torch::Tensor>& src, const std::vector<std::string>& exclude = {});
   StateDict state() const;
 
   // An independent deep copy (same structure, fused state, mode, tensors and names); it does

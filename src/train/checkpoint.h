@@ -18,7 +18,8 @@ struct CheckpointMeta {
   double best_fitness = 0.0;
   int64_t ema_updates = 0;
   std::string model_yaml;      // the model config text, so the file rebuilds its own model
-  std::vector<std::string> names;
+  int nc = 0;                  // the model's class count (the data's, whatever the yaml text says)
+  std::vector<std::string> names;  // nc class names
   nlohmann::json train_options = nlohmann::json::object();  // the run's options, for --resume
   std::string date;            // ISO-8601 local time; filled in when saving if empty
   bool has_ema = false;        // set by serialize/load: the file holds EMA weights

@@ -58,6 +58,12 @@ CacheMode parse_cache(const std::string& c, const DatasetIndex& train, const Dat
   throw std::runtime_error("--cache must be auto, none, ram or disk (got '" + c + "')");
 }
 
+// train.py: one class named 'item' for --single-cls, unless the data has a single name already.
+std::vector<std::string> class_names(const DatasetConfig& data, bool single_cls) {
+  if (single_cls && data.names.size() != 1) return {"item"};
+  return data.names;
+}
+
 // Loader threads and LibTorch's compute threads share the cores. The compute threads get all cores
 // (OpenMP threads sleep at barriers thanks to OMP_WAIT_POLICY=PASSIVE), so the loader takes the cycles
 // compute leaves idle and, beyond those, time from compute (hence --cache auto).
@@ -117,7 +123,7 @@ TrainResult train(TrainOptions opt) {
   // ---- data
   const DatasetConfig data = load_dataset_config(opt.data);
   const int nc = opt.single_cls ? 1 : data.nc;
-  std::vector<std::string> names = opt.single_cls ? std::vector<std::string>{"item"} : data.names;
+  const std::vector<std::string> names = class_names(data, opt.single_cls);
   DatasetIndex train_index = build_index(data.train, data.nc, opt.single_cls);
   DatasetIndex val_index = build_index(data.val, data.nc, opt.single_cls);
   for (const auto& w : train_index.warnings) std::cerr << "WARNING: " << w << "\n";
@@ -141,10 +147,14 @@ TrainResult train(TrainOptions opt) {
   }
 
   // ---- model
-  BuiltModel built = build_model(opt.cfg.empty() && opt.weights.empty() ? "yolov5s.yaml" : opt.cfg, opt.weights, nc);
+  BuiltModel built = resume_ckpt.empty() ? build_model(opt.cfg.empty() && opt.weights.empty() ? "yolov5s.yaml" : opt.cfg, opt.weights, nc)
+                                          : checkpoint_architecture(resume_ckpt);
   DetectionModel model = built.model;
-  if (!opt.weights.empty())
-    std::cout << "Transferred " << built.transferred << "/" << built.total << " items from " << opt.weights << "\n";
+  if (resume_ckpt.empty()) std::cout << describe_build(built, opt.weights);
+  if (model->nc() != nc)
+    throw std::runtime_error(resume_ckpt + " was trained on " + std::to_string(model->nc()) + " classes, but " + opt.data +
+                             " now has " + std::to_string(nc) + ": resume with the data it was trained on");
+  model->set_names(names);
   model->to(device);
   model->set_memory_format(torch::MemoryFormat::ChannelsLast);
   // --freeze: layers 0..N-1 (one number) or the listed layers.
@@ -212,6 +222,7 @@ TrainResult train(TrainOptions opt) {
 
   CheckpointMeta meta;
   meta.model_yaml = built.model_yaml;
+  meta.nc = nc;
   meta.names = names;
   meta.train_options = opt;
 
@@ -359,6 +370,7 @@ TrainResult train(TrainOptions opt) {
     VerdictInput vin{et, sampler.summarize(sample_mark), device.is_cuda(), workers, largest_stage_name(loader.stage_times()),
                      loader.cache() != nullptr};
     std::printf("epoch %d: %.1f s train, %s | %s\n", epoch, epoch_train_s, format_stage_line(et).c_str(), judge(vin).summary.c_str());
+    std::fflush(stdout);  // a line per epoch also when stdout is a pipe (tee, a log collector)
     if (stop && epoch + 1 < opt.epochs && !last_step_budget)
       std::cout << "Stopping training early as no improvement observed in last " << opt.patience
                 << " epochs. Best results observed at epoch " << stopper.best_epoch() << ".\n";
@@ -372,6 +384,7 @@ TrainResult train(TrainOptions opt) {
   result.timeline = timeline.run();
   result.seconds_per_epoch = epochs_run ? train_seconds / epochs_run : 0;
   result.seconds_per_val = val_passes ? val_seconds / val_passes : 0;
+  result.interrupted = g_interrupted;
   if (g_interrupted) return result;
 
   std::printf("\n%d epochs completed in %.3f hours (%.2f s per epoch, %.2f s per validation).\n", epochs_run,

@@ -21,6 +21,7 @@ struct TrainResult {
   double seconds_per_epoch = 0;  // mean training time of an epoch (no validation)
   double seconds_per_val = 0;    // mean time of a validation pass
   Verdict verdict;               // what limited the run (also in report.json)
+  bool interrupted = false;      // Ctrl-C stopped it (last.pt saved for --resume)
 };
 
 TrainResult train(TrainOptions options);

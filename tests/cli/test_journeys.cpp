@@ -1,0 +1,194 @@
+// Journeys: each command run as a user runs it (the real `kestrel` binary), on small generated
+// datasets of 1, 3 and 80 classes laid out in the ways YOLOv5 accepts: from scratch, from
+// yolov5n.pt, from a Kestrel checkpoint of another class count; then val, detect, Ctrl-C and
+// --resume, and fine-tuning again on other data. Each asserts the step succeeds, prints what
+// train.py prints (nc override, transfer count) and gives sane outputs (class ids < nc).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/journey_support.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace kestrel::test {
+namespace {
+
+class Journey : public ::testing::Test {
+ protected:
+  void SetUp() override { root_ = temp_dir("journey"); }
+
+  std::string dataset(const std::string& name, DatasetSpec spec) { return write_dataset(root_ + "/" + name, spec); }
+
+  // A short run (tiny images, one loader thread, one epoch unless `extra` says otherwise) saved to runs/<name>.
+  CommandResult train(const std::string& data, const std::string& name, std::vector<std::string> extra,
+                      const std::function<bool(const std::string&)>& signal_when = {}) {
+    if (std::find(extra.begin(), extra.end(), "--epochs") == extra.end()) extra.insert(extra.end(), {"--epochs", "1"});
+    std::vector<std::string> args = {"train", "--data", data, "--img", "64", "--batch", "4",
+                                     "--workers", "1", "--no-progress", "--noplots", "--project", runs(), "--name", name,
+                                     "--exist-ok"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_kestrel(args, root_, signal_when);
+  }
+  std::string runs() const { return root_ + "/runs"; }
+  std::string best(const std::string& name) const { return runs() + "/" + name + "/weights/best.pt"; }
+
+  // detect --save-txt on a dataset's val images at a threshold low enough for an untrained model;
+  // returns the class ids of every saved detection.
+  std::vector<int> detect_classes(const std::string& weights, const std::string& data_dir, const std::string& name) {
+    const CommandResult r = run_kestrel({"detect", "--weights", weights, "--source", data_dir + "/images/val", "--img", "64",
+                                         "--conf-thres", "0.00001", "--save-txt", "--nosave", "--project",
+                                         runs() + "/detect", "--name", name, "--exist-ok"},
+                                        root_);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::vector<int> classes;
+    const std::string labels = runs() + "/detect/" + name + "/labels";
+    if (!fs::exists(labels)) return classes;
+    for (const auto& f : fs::directory_iterator(labels))
+      for (const std::string& line : read_lines(f.path().string())) classes.push_back(std::stoi(line));
+    return classes;
+  }
+
+  CommandResult val(const std::string& weights, const std::string& data, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"val", "--weights", weights, "--data", data, "--img", "64", "--workers", "1", "--no-progress"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_kestrel(args, root_);
+  }
+
+  std::string root_;
+};
+
+void expect_classes_below(const std::vector<int>& classes, int nc) {
+  EXPECT_FALSE(classes.empty()) << "detect saved no detections";
+  for (int c : classes) {
+    EXPECT_GE(c, 0);
+    EXPECT_LT(c, nc);
+  }
+}
+
+// A message meant for a person: one "kestrel: error:" line, no C++ backtrace, a non-zero exit.
+void expect_clear_error(const CommandResult& r, const std::string& says) {
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.has("kestrel: error: ")) << r.output;
+  EXPECT_TRUE(r.has(says)) << r.output;
+  EXPECT_FALSE(r.has("Exception raised from")) << r.output;
+  EXPECT_FALSE(r.has("frame #")) << r.output;
+}
+
+TEST_F(Journey, ScratchOnThreeClassesThenValDetectAndFineTuneOnOneClass) {
+  const std::string three = dataset("three", {.nc = 3, .names = NamesStyle::map});
+  const std::string one = dataset("one", {.nc = 1, .names = NamesStyle::list, .seed = 2});
+
+  const CommandResult scratch = train(three, "scratch3", {"--cfg", "yolov5n.yaml", "--weights", ""});
+  ASSERT_EQ(scratch.exit_code, 0) << scratch.output;
+  EXPECT_TRUE(scratch.has("Overriding model.yaml nc=80 with nc=3")) << scratch.output;
+  EXPECT_FALSE(scratch.has("Transferred")) << scratch.output;
+
+  const CommandResult v = val(best("scratch3"), three);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_TRUE(v.has("kind2")) << v.output;  // per-class rows carry the data's names
+  expect_classes_below(detect_classes(best("scratch3"), root_ + "/three", "scratch3"), 3);
+
+  // A Kestrel checkpoint of 3 classes fine-tuned on 1-class data: all but the Detect convolutions.
+  const CommandResult tuned = train(one, "tuned1", {"--weights", best("scratch3")});
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_TRUE(tuned.has("Overriding model.yaml nc=3 with nc=1")) << tuned.output;
+  EXPECT_TRUE(tuned.has("Transferred 343/349 items from " + best("scratch3"))) << tuned.output;
+  EXPECT_EQ(val(best("tuned1"), one).exit_code, 0);
+  expect_classes_below(detect_classes(best("tuned1"), root_ + "/one", "tuned1"), 1);
+
+  // The wrong pairing is named, not crashed on.
+  expect_clear_error(val(best("tuned1"), three), "(1 classes) was trained on other data");
+}
+
+TEST_F(Journey, Yolov5nOntoOneThreeAndEightyClasses) {
+  KESTREL_REQUIRE_SHARED(weights, "weights/yolov5n.pt");
+  const std::string one = dataset("one", {.nc = 1});
+  const std::string three = dataset("three", {.nc = 3, .names = NamesStyle::map});
+  const std::string eighty = dataset("eighty", {.nc = 80, .names = NamesStyle::nc_only, .train_images = 12});
+
+  const CommandResult r1 = train(one, "pt1", {"--weights", weights});
+  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  EXPECT_TRUE(r1.has("Overriding model.yaml nc=80 with nc=1")) << r1.output;
+  EXPECT_TRUE(r1.has("Transferred 343/349 items from " + weights)) << r1.output;
+
+  const CommandResult r3 = train(three, "pt3", {"--weights", weights});
+  ASSERT_EQ(r3.exit_code, 0) << r3.output;
+  EXPECT_TRUE(r3.has("Overriding model.yaml nc=80 with nc=3")) << r3.output;
+  EXPECT_TRUE(r3.has("Transferred 343/349 items from " + weights)) << r3.output;
+  expect_classes_below(detect_classes(best("pt3"), root_ + "/three", "pt3"), 3);
+
+  // --cfg brings its own anchors, so train.py leaves the checkpoint's out too.
+  const CommandResult cfg3 = train(three, "pt3cfg", {"--weights", weights, "--cfg", "yolov5n.yaml"});
+  ASSERT_EQ(cfg3.exit_code, 0) << cfg3.output;
+  EXPECT_TRUE(cfg3.has("Transferred 342/349 items from " + weights)) << cfg3.output;
+
+  const CommandResult r80 = train(eighty, "pt80", {"--weights", weights});
+  ASSERT_EQ(r80.exit_code, 0) << r80.output;
+  EXPECT_FALSE(r80.has("Overriding model.yaml")) << r80.output;
+  EXPECT_TRUE(r80.has("Transferred 349/349 items from " + weights)) << r80.output;
+  expect_classes_below(detect_classes(best("pt80"), root_ + "/eighty", "pt80"), 80);
+
+  // The 3-class fine-tune goes on to other data again: 80 classes from a 3-class checkpoint.
+  const CommandResult again = train(eighty, "again80", {"--weights", best("pt3")});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(again.has("Overriding model.yaml nc=3 with nc=80")) << again.output;
+  EXPECT_TRUE(again.has("Transferred 343/349 items from " + best("pt3"))) << again.output;
+}
+
+TEST_F(Journey, InterruptedThreeClassRunResumesWithItsClasses) {
+  const std::string three = dataset("three", {.nc = 3, .names = NamesStyle::map});
+  const CommandResult first = train(three, "resume3", {"--cfg", "yolov5n.yaml", "--epochs", "3"},
+                                    [](const std::string& line) { return line.rfind("epoch 0:", 0) == 0; });
+  EXPECT_EQ(first.exit_code, 130) << first.output;  // as a shell reports Ctrl-C
+  EXPECT_TRUE(first.has("Interrupted: saved")) << first.output;
+  const std::string last = runs() + "/resume3/weights/last.pt";
+  ASSERT_TRUE(fs::exists(last)) << first.output;
+
+  const CommandResult resumed = run_kestrel({"train", "--resume", last, "--no-progress"}, root_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(resumed.has("Resuming training from " + last)) << resumed.output;
+  EXPECT_FALSE(resumed.has("Overriding model.yaml")) << resumed.output;  // the checkpoint is 3-class already
+  EXPECT_EQ(read_lines(runs() + "/resume3/results.csv").size(), 4u);   // header + epochs 0, 1, 2
+  expect_classes_below(detect_classes(best("resume3"), root_ + "/three", "resume3"), 3);
+}
+
+TEST_F(Journey, ListFilesNoLabelsAndSingleClass) {
+  const std::string listed = dataset("listed", {.nc = 80, .names = NamesStyle::list, .layout = Layout::list_file});
+  const CommandResult l = train(listed, "listed", {"--cfg", "yolov5n.yaml"});
+  ASSERT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_FALSE(l.has("Overriding model.yaml")) << l.output;
+  EXPECT_TRUE(l.has("train: 8 images")) << l.output;
+
+  // Images alone (all background): trains and validates, nothing to detect against.
+  const std::string bare = dataset("bare", {.nc = 2, .layout = Layout::no_labels});
+  const CommandResult b = train(bare, "bare", {"--cfg", "yolov5n.yaml"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(val(best("bare"), bare).exit_code, 0);
+
+  // --single-cls: one class named 'item'; detections and validation in that one class.
+  const std::string three = dataset("three", {.nc = 3});
+  const CommandResult s = train(three, "single", {"--cfg", "yolov5n.yaml", "--single-cls"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_TRUE(s.has("Overriding model.yaml nc=80 with nc=1")) << s.output;
+  expect_classes_below(detect_classes(best("single"), root_ + "/three", "single"), 1);
+  const CommandResult sv = val(best("single"), three, {"--single-cls"});
+  EXPECT_EQ(sv.exit_code, 0) << sv.output;
+  EXPECT_TRUE(sv.has("all")) << sv.output;
+}
+
+TEST_F(Journey, BadInputsGiveOneClearLine) {
+  const std::string three = dataset("three", {.nc = 3});
+  expect_clear_error(run_kestrel({"train", "--data", root_ + "/missing.yaml", "--no-progress"}, root_), "missing.yaml");
+  expect_clear_error(val(root_ + "/none.pt", three), "none.pt");
+  const std::string garbage = root_ + "/garbage.pt";
+  std::ofstream(garbage) << "this is not a checkpoint";
+  expect_clear_error(run_kestrel({"detect", "--weights", garbage, "--source", root_ + "/three/images/val"}, root_), "garbage.pt");
+  expect_clear_error(train(three, "badcfg", {"--cfg", "yolov5q.yaml"}), "yolov5q.yaml");
+}
+
+}  // namespace
+}  // namespace kestrel::test
