@@ -12,7 +12,7 @@ void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   auto* cmd = add_command(*bench, "loader", "Loader throughput and per-stage times on a dataset", [] {
-    o.loader.cache = cache == "ram" ? CacheMode::ram : cache == "disk" ? CacheMode::disk : CacheMode::none;
+    o.loader.cache = parse_cache_mode(cache);
     run_loader_bench(o);
     return 0;
   });

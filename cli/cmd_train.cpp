@@ -63,6 +63,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--label-smoothing", o.label_smoothing, "label smoothing epsilon");
   cmd->add_option("--patience", o.patience, "early stopping patience (epochs without improvement)");
   cmd->add_option("--save-period", o.save_period, "save a checkpoint every x epochs (disabled if < 1)");
+  cmd->add_option("--save-minutes", o.save_minutes,
+                  "also write last.pt every N minutes mid-epoch, in the background (a crash loses minutes, not the epoch)");
   cmd->add_option("--close-mosaic", o.close_mosaic, "turn mosaic off for the last N epochs");
   cmd->add_option("--val-period", o.val_period, "validate every N epochs (the last one always)");
   auto* close_mosaic = cmd->get_option("--close-mosaic");

@@ -23,6 +23,13 @@
 namespace fs = std::filesystem;
 
 namespace kestrel {
+
+CacheMode parse_cache_mode(const std::string& flag) {
+  if (flag == "none" || flag.empty() || flag == "false") return CacheMode::none;
+  if (flag == "ram" || flag == "true") return CacheMode::ram;
+  if (flag == "disk") return CacheMode::disk;
+  throw std::invalid_argument("--cache must be auto, none, ram or disk (got '" + flag + "')");
+}
 namespace {
 
 constexpr char kMagic[8] = {'K', 'S', 'T', 'R', 'L', 'I', 'M', 'G'};

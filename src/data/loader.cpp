@@ -345,7 +345,7 @@ void Loader::drain(std::unique_lock<std::mutex>& lock) {
   done_cv_.wait(lock, [&] { return busy_ == 0; });  // samples in flight finish; their results are dropped
 }
 
-void Loader::start_epoch(int epoch) {
+void Loader::start_epoch(int epoch, size_t first_batch) {
   std::unique_lock<std::mutex> lock(mu_);
   drain(lock);
   epoch_ = epoch;
@@ -357,7 +357,8 @@ void Loader::start_epoch(int epoch) {
     for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
   }
   for (auto& s : slots_) s.batch_index = SIZE_MAX, s.ready = false, s.error = nullptr;
-  next_item_ = released_ = next_batch_ = 0;
+  released_ = next_batch_ = std::min(first_batch, batches_per_epoch());
+  next_item_ = std::min(next_batch_ * static_cast<size_t>(opts_.batch_size), records_.size());
   holding_ = false;
   epoch_active_ = true;
   work_cv_.notify_all();

@@ -52,7 +52,8 @@ class Loader {
   size_t batches_per_epoch() const;
   int batch_size() const { return opts_.batch_size; }
   // Order and per-sample randomness derive from (seed, epoch, index). Cancels an epoch still in flight.
-  void start_epoch(int epoch);
+  // first_batch > 0 skips the epoch's earlier batches (a resumed run): the rest are the same bytes.
+  void start_epoch(int epoch, size_t first_batch = 0);
   // Stops the epoch in flight: waits for the samples being built, drops the rest. next() then needs a
   // start_epoch. (start_epoch does this itself.)
   void cancel_epoch();

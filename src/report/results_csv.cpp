@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace kestrel {
@@ -58,6 +59,25 @@ void ResultsCsv::append(int epoch, const EpochResults& r) const {
   if (!f) throw std::runtime_error("cannot open " + path_ + " for appending");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + path_);
+}
+
+void ResultsCsv::keep_epochs_before(int epoch) const {
+  std::ifstream in(path_);
+  if (!in) return;
+  std::string kept, line;
+  bool dropped = false;
+  for (bool header = true; std::getline(in, line); header = false) {
+    if (!header && std::stod(line) >= epoch) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  in.close();
+  if (!dropped) return;
+  const std::string tmp = path_ + ".tmp";
+  if (!(std::ofstream(tmp) << kept) || std::rename(tmp.c_str(), path_.c_str()) != 0)
+    throw std::runtime_error("cannot rewrite " + path_);
 }
 
 }  // namespace kestrel

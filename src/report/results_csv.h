@@ -26,6 +26,10 @@ class ResultsCsv {
   // Throws std::runtime_error when the file cannot be written.
   void append(int epoch, const EpochResults& r) const;
 
+  // A resumed run continues from `epoch`: rows of that epoch and later (written by a run killed
+  // after its row but before its checkpoint) are dropped, so each epoch appears once.
+  void keep_epochs_before(int epoch) const;
+
   const std::string& path() const { return path_; }
 
   static std::string header_line();                               // with trailing '\n'

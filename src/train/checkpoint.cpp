@@ -35,9 +35,11 @@ nlohmann::json meta_to_json(const CheckpointMeta& m) {
           {"nc", m.nc > 0 ? m.nc : static_cast<int>(m.names.size())},
           {"names", m.names},
           {"train_options", m.train_options},
+          {"resume_point", m.resume_point},
           {"date", m.date.empty() ? now_iso8601() : m.date},
           {"has_ema", m.has_ema},
-          {"has_optimizer", m.has_optimizer}};
+          {"has_optimizer", m.has_optimizer},
+          {"has_grads", m.has_grads}};
 }
 
 CheckpointMeta meta_from_json(const nlohmann::json& j) {
@@ -52,6 +54,8 @@ CheckpointMeta meta_from_json(const nlohmann::json& j) {
   m.date = j.at("date").get<std::string>();
   m.has_ema = j.at("has_ema").get<bool>();
   m.has_optimizer = j.at("has_optimizer").get<bool>();
+  m.resume_point = j.value("resume_point", nlohmann::json::object());  // absent in files before exact resume
+  m.has_grads = j.value("has_grads", false);
   return m;
 }
 
@@ -93,10 +97,12 @@ void load_optimizer(torch::serialize::InputArchive& archive, torch::optim::Optim
 }  // namespace
 
 std::string serialize_checkpoint(const CheckpointMeta& meta, const torch::nn::Module& model,
-                                 const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer) {
+                                 const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer,
+                                 bool with_grads) {
   CheckpointMeta stored = meta;
   stored.has_ema = ema != nullptr;
   stored.has_optimizer = optimizer != nullptr;
+  stored.has_grads = with_grads;
   torch::serialize::OutputArchive root;
   root.write("meta", c10::IValue(meta_to_json(stored).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   torch::serialize::OutputArchive model_archive;
@@ -112,14 +118,35 @@ std::string serialize_checkpoint(const CheckpointMeta& meta, const torch::nn::Mo
     optimizer->save(optimizer_archive);
     root.write("optimizer", optimizer_archive);
   }
+  if (with_grads) {
+    // Keyed by parameter position: the architecture is the checkpoint's own.
+    torch::serialize::OutputArchive grads_archive;
+    const auto params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].grad().defined()) grads_archive.write(std::to_string(i), params[i].grad(), /*is_buffer=*/true);
+    root.write("grads", grads_archive);
+  }
   std::ostringstream out;
   root.save_to(out);
   return std::move(out).str();
 }
 
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const torch::nn::Module& model,
-                     const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer) {
-  write_file_atomic(path, serialize_checkpoint(meta, model, ema, optimizer));
+                     const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer, bool with_grads) {
+  write_file_atomic(path, serialize_checkpoint(meta, model, ema, optimizer, with_grads));
+}
+
+bool load_gradients(const std::string& path, torch::nn::Module& model) {
+  torch::serialize::InputArchive root;
+  root.load_from(path, state_device(&model));
+  torch::serialize::InputArchive grads;
+  if (!root.try_read("grads", grads)) return false;
+  auto params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor g;
+    if (grads.try_read(std::to_string(i), g, /*is_buffer=*/true)) params[i].mutable_grad() = g.detach();
+  }
+  return true;
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module* model, torch::nn::Module* ema,
@@ -164,6 +191,7 @@ void strip_checkpoint(const std::string& path, torch::nn::Module& scratch) {
     load_checkpoint(path, &scratch, nullptr, nullptr);
   meta.epoch = -1;
   meta.ema_updates = 0;
+  meta.resume_point = nlohmann::json::object();
   save_checkpoint(path, meta, scratch, nullptr, nullptr);
 }
 

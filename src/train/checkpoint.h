@@ -21,20 +21,28 @@ struct CheckpointMeta {
   int nc = 0;                  // the model's class count (the data's, whatever the yaml text says)
   std::vector<std::string> names;  // nc class names
   nlohmann::json train_options = nlohmann::json::object();  // the run's options, for --resume
+  nlohmann::json resume_point = nlohmann::json::object();   // where the run stood (train/resume_point.h)
   std::string date;            // ISO-8601 local time; filled in when saving if empty
   bool has_ema = false;        // set by serialize/load: the file holds EMA weights
   bool has_optimizer = false;  // set by serialize/load: the file holds optimizer state
+  bool has_grads = false;      // set by serialize/load: the file holds gradients not yet stepped
 };
 
 // The whole checkpoint as bytes (the state is copied out synchronously, so the caller may keep
 // training and write the bytes elsewhere, e.g. in a background thread). ema and optimizer may be
-// null to leave them out.
+// null to leave them out. with_grads also stores the model's gradients: taken between two optimizer
+// steps of an accumulation window, they are part of the state an exact resume needs.
 std::string serialize_checkpoint(const CheckpointMeta& meta, const torch::nn::Module& model,
-                                 const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer);
+                                 const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer,
+                                 bool with_grads = false);
 
 // serialize_checkpoint + write_file_atomic.
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const torch::nn::Module& model,
-                     const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer);
+                     const torch::nn::Module* ema, const torch::optim::Optimizer* optimizer, bool with_grads = false);
+
+// Restores the gradients a checkpoint saved with_grads into `model` (same architecture); a file
+// without them leaves the gradients as they are and returns false.
+bool load_gradients(const std::string& path, torch::nn::Module& model);
 
 // Reads a checkpoint; restores the state of whichever of model / ema / optimizer is non-null
 // (each must have the architecture / parameter groups it was saved with) and returns the

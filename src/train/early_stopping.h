@@ -18,6 +18,15 @@ class EarlyStopping {
   // True when the next epoch without improvement would stop training.
   bool possible_stop() const { return possible_stop_; }
 
+  // What a checkpoint keeps of it, so a resumed run stops where the uninterrupted one would.
+  struct State {
+    int best_epoch = 0;
+    double best_fitness = 0.0;
+    bool possible_stop = false;
+  };
+  State state() const { return {best_epoch_, best_fitness_, possible_stop_}; }
+  void restore(const State& s) { best_epoch_ = s.best_epoch, best_fitness_ = s.best_fitness, possible_stop_ = s.possible_stop; }
+
  private:
   int patience_;
   int best_epoch_ = 0;

@@ -35,6 +35,11 @@ class TrainSchedule {
   // The LambdaLR factor lf(x): (1 - x/epochs)(1 - lrf) + lrf, or the cosine one-cycle.
   double lf(double x) const;
 
+  // The iteration of the last optimizer step (-1 before the first): what an exact resume restores
+  // (train.py itself restarts it at -1 on --resume, which shifts the accumulation windows).
+  long long last_optimizer_step() const { return last_opt_step_; }
+  void set_last_optimizer_step(long long ni) { last_opt_step_ = ni; }
+
   int warmup_iterations() const { return nw_; }       // nw = max(round(warmup_epochs*nb), 100)
   int accumulate() const { return accumulate_; }      // outside warmup
   double weight_decay() const { return weight_decay_; }  // hyp.weight_decay scaled (see below)

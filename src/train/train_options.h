@@ -35,6 +35,7 @@ struct TrainOptions {
   int patience = 100;
   std::vector<int> freeze = {0};
   int save_period = -1;
+  double save_minutes = 0;      // also write last.pt every N minutes mid-epoch (0 = only at epoch ends)
   int seed = 0;
   int close_mosaic = 0;         // turn mosaic off for the last N epochs
   int val_period = 1;           // validate every N epochs (the last epoch always)

@@ -1,14 +1,38 @@
-// The training run: YOLOv5 train.py's loop in C++ with every stage timed. Sets up the run folder,
-// data, model, optimizer, schedule, EMA and loss; trains epochs of warmup/accumulate/clip/step/EMA;
-// validates the EMA model every val_period epochs; writes results.csv, last.pt/best.pt (atomically)
-// and the timing report; stops early on patience; resumes an interrupted run.
+// The training run: YOLOv5 train.py in C++ with every stage timed, as a Trainer whose stages carry
+// names. Set-up (trainer_setup.cpp): the run folder and options, the data (index, scan), the model
+// (build or transfer, freeze, stride), the loaders (cache, worker tuning), the optimization (schedule,
+// optimizer, EMA, loss, early stopping) and, for --resume, the state of an interrupted run. The loop
+// (trainer.cpp): epochs of steps, validation of the EMA model, results.csv, checkpoints, and the
+// verdict and report at the end. Ctrl-C (or --save-minutes) checkpoints between two batches with
+// everything an exact --resume needs, gradients of an unfinished accumulation window included.
 #pragma once
-#include <string>
+#include <torch/torch.h>
 
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset_config.h"
+#include "data/hyp.h"
+#include "data/label_index.h"
+#include "data/loader.h"
 #include "eval/metrics.h"
+#include "profile/system_sampler.h"
 #include "profile/timeline.h"
 #include "profile/verdict.h"
+#include "report/results_csv.h"
+#include "report/run_dir.h"
+#include "train/background_writer.h"
+#include "train/checkpoint.h"
+#include "train/early_stopping.h"
+#include "train/ema.h"
+#include "train/loss.h"
+#include "train/lr_schedule.h"
+#include "train/resume_point.h"
 #include "train/train_options.h"
+#include "train/weights.h"
+#include "val/validator.h"
 
 namespace kestrel {
 
@@ -24,6 +48,83 @@ struct TrainResult {
   bool interrupted = false;      // Ctrl-C stopped it (last.pt saved for --resume)
 };
 
+class Trainer {
+ public:
+  // Runs the set-up stages; throws std::runtime_error (naming the file) on bad input.
+  explicit Trainer(TrainOptions options);
+  TrainResult run();
+
+ private:
+  // ---- set-up, in this order (trainer_setup.cpp)
+  void setup_run();             // --resume options, demo data, threads, seed, run folder, opt.json, hyp
+  void prepare_data();          // data.yaml, class names, indexes, scan
+  void prepare_model();         // build or transfer, class names, freeze, summary, image size vs stride
+  void prepare_loaders();       // cache choice, the train loader, --workers auto, the validator
+  void prepare_optimization();  // validator, schedule, optimizer, EMA, loss, early stopping, checkpoint meta
+  void restore();               // --resume: tensors, gradients and the resume point from the checkpoint
+
+  // ---- the loop (trainer.cpp)
+  void train_epoch(int epoch);  // from point_.batch to the epoch's end, or to a Ctrl-C
+  void train_step(int epoch, int i, const Batch* batch);
+  void optimizer_step();        // clip, step, zero grads, EMA: after each accumulation window
+  void validate(int epoch, bool final_epoch);
+  void end_epoch(int epoch);    // validation, results.csv, checkpoints, the epoch line
+  ResumePoint resume_point(int epoch, int batch) const;
+  std::string checkpoint_bytes(int epoch, int batch);
+  void save_mid_epoch(int epoch, int batch, bool in_background);
+  TrainResult finish();
+
+  TrainOptions opt_;
+  std::string resume_ckpt_;  // "" for a new run
+  Hyp hyp_;
+  torch::Device device_{torch::kCPU};
+  int cores_ = 1, workers_ = 1;
+  RunDir run_;
+
+  DatasetConfig data_;
+  int nc_ = 0;
+  std::vector<std::string> names_;
+  DatasetIndex train_index_, val_index_;
+  CacheMode cache_ = CacheMode::none;
+  std::unique_ptr<Loader> loader_;
+  int nb_ = 0;  // batches per epoch
+
+  BuiltModel built_;
+  DetectionModel model_{nullptr};
+  int gs_ = 32;  // grid size: the largest stride, at least 32
+  ValOptions val_options_;
+  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<TrainSchedule> schedule_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<ModelEMA> ema_;
+  std::unique_ptr<YoloLoss> loss_;
+  EarlyStopping stopper_;
+  CheckpointMeta meta_;
+
+  // where the run stands
+  ResumePoint point_;             // where the next epoch starts (epoch, batch, restored state)
+  double best_fitness_ = 0;
+  torch::Tensor mloss_;           // running means of the epoch's train losses
+  bool grads_pending_ = false;    // a backward since the last optimizer step
+  ValResult last_val_;
+  bool stop_ = false;             // early stopping or the step budget
+  bool step_budget_spent_ = false;  // --max-steps (kestrel profile) reached: no validation, no checkpoint
+  bool interrupted_ = false;
+  int64_t steps_total_ = 0;
+  int64_t last_instances_ = 0, last_size_ = 0;  // of the latest batch, for the progress line
+  torch::Tensor resident_images_, resident_targets_;  // --resident: the batch every step reuses
+
+  // what it cost
+  SystemSampler sampler_;
+  StepTimeline timeline_;
+  size_t epoch_sample_mark_ = 0;  // the sampler's first sample of this epoch
+  double epoch_train_seconds_ = 0, train_seconds_ = 0, val_seconds_ = 0;
+  int val_passes_ = 0, epochs_run_ = 0;
+  BackgroundWriter writer_;  // --save-minutes checkpoints
+  std::chrono::steady_clock::time_point last_save_;
+};
+
+// Trainer(options).run().
 TrainResult train(TrainOptions options);
 
 }  // namespace kestrel

@@ -61,5 +61,22 @@ TEST(ResultsCsv, HeaderOnceThenRowsAppended) {
   EXPECT_THROW(ResultsCsv("/nonexistent_dir_kestrel/results.csv").append(0, sample()), std::runtime_error);
 }
 
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(ResultsCsv, KeepEpochsBeforeDropsRowsOfTheResumedEpochOn) {
+  const std::string path = test::temp_dir("csv") + "/results.csv";
+  const ResultsCsv csv(path);
+  EpochResults r;
+  for (int e = 0; e < 4; ++e) csv.append(e, r);
+  csv.keep_epochs_before(2);  // a run killed after epoch 3's row resumes from epoch 2's end
+  EXPECT_EQ(read_all(path), ResultsCsv::header_line() + ResultsCsv::row_line(0, r) + ResultsCsv::row_line(1, r));
+  csv.keep_epochs_before(5);  // nothing later: unchanged
+  EXPECT_EQ(read_all(path), ResultsCsv::header_line() + ResultsCsv::row_line(0, r) + ResultsCsv::row_line(1, r));
+  ResultsCsv(path + ".absent").keep_epochs_before(0);  // no file yet: nothing to do
+}
+
 }  // namespace
 }  // namespace kestrel

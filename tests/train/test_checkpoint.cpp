@@ -127,6 +127,27 @@ TEST(Checkpoint, StripKeepsEmaWeightsOnly) {
   expect_same_state(*loaded, ema.module());
 }
 
+TEST(Checkpoint, GradientsOfAnUnfinishedWindowRoundTrip) {
+  auto model = tiny_model();
+  torch::manual_seed(3);
+  model->forward(torch::randn({2, 3, 6, 6})).square().mean().backward();  // a backward, no step yet
+  const std::string path = test::temp_dir("ckpt") + "/last.pt";
+  save_checkpoint(path, sample_meta(), *model, nullptr, nullptr, /*with_grads=*/true);
+  EXPECT_TRUE(load_checkpoint(path, nullptr, nullptr, nullptr).has_grads);
+  auto loaded = tiny_model();
+  load_checkpoint(path, loaded.get(), nullptr, nullptr);
+  ASSERT_TRUE(load_gradients(path, *loaded));
+  const auto a = model->parameters(), b = loaded->parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(b[i].grad().defined()) << i;
+    EXPECT_TRUE(torch::equal(a[i].grad(), b[i].grad())) << i;
+    EXPECT_FALSE(b[i].grad().requires_grad());
+  }
+  save_checkpoint(path, sample_meta(), *model, nullptr, nullptr);  // without: nothing to restore
+  EXPECT_FALSE(load_checkpoint(path, nullptr, nullptr, nullptr).has_grads);
+  EXPECT_FALSE(load_gradients(path, *loaded));
+}
+
 TEST(Checkpoint, FailedWriteLeavesOldFileIntact) {
   const std::string dir = test::temp_dir("ckpt");
   const std::string path = dir + "/last.pt";

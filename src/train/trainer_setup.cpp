@@ -1,0 +1,226 @@
+// Trainer set-up stages, in train.py's order: run folder and options, data, model, loaders,
+// optimization, and the restored state of a resumed run.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "data/demo_dataset.h"
+#include "data/index_report.h"
+#include "data/scan.h"
+#include "data/scan_report.h"
+#include "data/worker_tuning.h"
+#include "model/model_info.h"
+#include "report/progress_callback.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+#include "val/batch_tensors.h"
+
+namespace fs = std::filesystem;
+
+namespace kestrel {
+
+namespace {
+
+// Loader threads and LibTorch's compute threads share the cores. The compute threads get all cores
+// (OpenMP threads sleep at barriers thanks to OMP_WAIT_POLICY=PASSIVE), so the loader takes the cycles
+// compute leaves idle and, beyond those, time from compute (hence --cache auto).
+int default_workers(int cores) { return std::max(1, std::min(8, cores)); }
+
+std::string latest_last_pt(const std::string& project) {
+  std::string best;
+  fs::file_time_type best_time{};
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(project, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() != "last.pt") continue;
+    const auto t = fs::last_write_time(it->path(), ec);
+    if (best.empty() || t > best_time) best = it->path().string(), best_time = t;
+  }
+  if (best.empty()) throw std::runtime_error("--resume: no last.pt found under " + project);
+  return best;
+}
+
+// train.py: one class named 'item' for --single-cls, unless the data has a single name already.
+std::vector<std::string> class_names(const DatasetConfig& data, bool single_cls) {
+  if (single_cls && data.names.size() != 1) return {"item"};
+  return data.names;
+}
+
+// --cache auto: RAM when the train and val images are small next to the free memory, said in words.
+CacheMode choose_cache(const std::string& flag, const DatasetIndex& train, const DatasetIndex& val, int img_size) {
+  if (flag != "auto") return parse_cache_mode(flag);
+  std::string why;
+  const size_t bytes = estimate_cache_bytes(train.records, img_size) + estimate_cache_bytes(val.records, img_size);
+  const CacheMode mode = choose_auto_cache(bytes, mem_available_bytes(), &why);
+  std::cout << "--cache auto: " << why << std::endl;  // before the cache's own lines on stderr
+  return mode;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
+  setup_run();
+  prepare_data();
+  prepare_model();
+  prepare_loaders();
+  prepare_optimization();
+  restore();
+}
+
+void Trainer::setup_run() {
+  if (!opt_.resume.empty()) {
+    resume_ckpt_ = opt_.resume == "auto" ? latest_last_pt(opt_.project) : opt_.resume;
+    const CheckpointMeta meta = load_checkpoint(resume_ckpt_, nullptr, nullptr, nullptr);
+    if (!meta.has_optimizer)
+      throw std::runtime_error(resume_ckpt_ + ": this run is finished (its checkpoint is stripped), nothing to resume");
+    const bool progress = opt_.progress;
+    opt_ = meta.train_options.get<TrainOptions>();
+    opt_.progress = progress;
+    opt_.resume = resume_ckpt_;
+    const ResumePoint at = meta.resume_point.empty() ? ResumePoint{meta.epoch + 1} : meta.resume_point.get<ResumePoint>();
+    std::cout << "Resuming training from " << resume_ckpt_ << " (epoch " << at.epoch
+              << (at.batch ? ", batch " + std::to_string(at.batch) : std::string()) << ")\n";
+  }
+  if (opt_.data.empty()) {
+    opt_.data = ensure_demo_dataset();
+    std::cout << "No --data given: training on the built-in demo dataset " << opt_.data << "\n";
+  }
+  device_ = parse_device(opt_.device);
+  cores_ = static_cast<int>(std::thread::hardware_concurrency());
+  torch::set_num_threads(cores_);
+  torch::manual_seed(opt_.seed);
+  workers_ = opt_.workers >= 0 ? opt_.workers : default_workers(cores_);  // auto: refined once the loader exists
+  if (resume_ckpt_.empty()) {
+    run_ = make_run_dir(opt_.project, opt_.name, opt_.exist_ok);
+  } else {
+    run_.weights_dir = fs::path(resume_ckpt_).parent_path().string();
+    run_.save_dir = fs::path(run_.weights_dir).parent_path().string();
+  }
+  fs::create_directories(run_.weights_dir);
+  std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";
+  hyp_ = opt_.hyp.empty() ? Hyp{} : load_hyp(opt_.hyp);
+  if (opt_.label_smoothing > 0) hyp_.label_smoothing = opt_.label_smoothing;
+}
+
+void Trainer::prepare_data() {
+  data_ = load_dataset_config(opt_.data);
+  nc_ = opt_.single_cls ? 1 : data_.nc;
+  names_ = class_names(data_, opt_.single_cls);
+  train_index_ = build_index(data_.train, data_.nc, opt_.single_cls);
+  val_index_ = build_index(data_.val, data_.nc, opt_.single_cls);
+  for (const auto& w : train_index_.warnings) std::cerr << "WARNING: " << w << "\n";
+  for (const auto& w : val_index_.warnings) std::cerr << "WARNING: " << w << "\n";
+  std::cout << "train: " << format_index_stats(train_index_.stats) << "\n";
+  std::cout << "val: " << format_index_stats(val_index_.stats) << "\n";
+  if (train_index_.records.empty()) throw std::runtime_error(opt_.data + ": no training images found");
+  if (!opt_.scan) return;
+  // The health check (data/scan.h): the index already skips what cannot be used; this says what is wrong.
+  // Decodes every image once per dataset version, then costs a stat per file (cached).
+  ProgressCallback progress("scan");
+  ScanOptions so;
+  so.nc = data_.nc, so.single_cls = opt_.single_cls;
+  if (opt_.progress) so.progress = progress.callback();
+  std::vector<std::string> sources = data_.train;
+  sources.insert(sources.end(), data_.val.begin(), data_.val.end());
+  const ScanReport scan = scan_dataset(sources, so);
+  progress.close();
+  std::cout << "scan: " << format_scan_summary(scan)
+            << (scan.faults.empty() ? "" : "; every fault: kestrel scan --data " + opt_.data) << "\n";
+}
+
+void Trainer::prepare_model() {
+  const std::string cfg = opt_.cfg.empty() && opt_.weights.empty() ? "yolov5s.yaml" : opt_.cfg;
+  built_ = resume_ckpt_.empty() ? build_model(cfg, opt_.weights, nc_) : checkpoint_architecture(resume_ckpt_);
+  model_ = built_.model;
+  if (model_->nc() != nc_)
+    throw std::runtime_error(resume_ckpt_ + " was trained on " + std::to_string(model_->nc()) + " classes, but " +
+                             opt_.data + " now has " + std::to_string(nc_) + ": resume with the data it was trained on");
+  model_->set_names(names_);
+  if (resume_ckpt_.empty()) std::cout << describe_build(built_, opt_.weights);
+  std::cout << model_summary(*model_).line() << "\n";
+  model_->to(device_);
+  model_->set_memory_format(torch::MemoryFormat::ChannelsLast);
+  // --freeze: layers 0..N-1 (one number) or the listed layers.
+  std::vector<int> frozen = opt_.freeze.size() == 1 ? std::vector<int>{} : opt_.freeze;
+  if (opt_.freeze.size() == 1)
+    for (int i = 0; i < opt_.freeze[0]; ++i) frozen.push_back(i);
+  for (auto& p : model_->named_parameters())
+    for (int f : frozen)
+      if (p.key().rfind("model." + std::to_string(f) + ".", 0) == 0) {
+        p.value().set_requires_grad(false);
+        std::cout << "freezing " << p.key() << "\n";
+      }
+  gs_ = std::max(32, static_cast<int>(model_->stride().back()));
+  if (opt_.img_size % gs_) {
+    const int fixed = (opt_.img_size + gs_ - 1) / gs_ * gs_;
+    std::cerr << "WARNING: --img " << opt_.img_size << " must be a multiple of max stride " << gs_ << ", updating to " << fixed << "\n";
+    opt_.img_size = fixed;
+  }
+}
+
+void Trainer::prepare_loaders() {
+  cache_ = choose_cache(opt_.cache, train_index_, val_index_, opt_.img_size);
+  LoaderOptions lo;
+  lo.img_size = opt_.img_size;
+  lo.batch_size = opt_.batch_size;
+  lo.workers = workers_;
+  lo.prefetch = opt_.prefetch;
+  lo.augment = true;
+  lo.rect = opt_.rect;
+  lo.shuffle = !opt_.rect;
+  lo.pad = 0.0;
+  lo.seed = static_cast<uint64_t>(opt_.seed);
+  lo.cache = cache_;
+  lo.hyp = hyp_;
+  loader_ = std::make_unique<Loader>(train_index_.records, lo);
+  if (opt_.workers < 0) {  // --workers auto
+    const WorkerChoice choice = choose_workers(*loader_, std::min(cores_, 16));
+    workers_ = choice.workers;
+    std::cout << "--workers auto: " << format_worker_curve(choice) << "\n";
+  }
+  nb_ = static_cast<int>(loader_->batches_per_epoch());
+
+  val_options_.img_size = opt_.img_size;
+  val_options_.batch_size = opt_.batch_size * 2;
+  val_options_.workers = workers_;
+  val_options_.single_cls = opt_.single_cls;
+  val_options_.progress = opt_.progress;
+  val_options_.cache = cache_;
+  validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);
+}
+
+void Trainer::prepare_optimization() {
+  schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr);
+  optimizer_ = smart_optimizer(*model_, parse_optimizer_kind(opt_.optimizer), hyp_.lr0, hyp_.momentum, schedule_->weight_decay());
+  ema_ = std::make_unique<ModelEMA>(model_->copy(), *model_);
+  loss_ = std::make_unique<YoloLoss>(
+      loss_config_from_hyp(hyp_, nc_, static_cast<int>(model_->nl()), opt_.img_size, model_->anchors().to(device_)));
+  stopper_ = EarlyStopping(opt_.patience);
+  mloss_ = torch::zeros({3});
+  meta_.model_yaml = built_.model_yaml;
+  meta_.nc = nc_;
+  meta_.names = names_;
+  meta_.train_options = opt_;
+}
+
+void Trainer::restore() {
+  if (resume_ckpt_.empty()) return;
+  const CheckpointMeta meta = load_checkpoint(resume_ckpt_, model_.get(), &ema_->module(), optimizer_.get());
+  ema_->set_updates(meta.ema_updates);
+  best_fitness_ = meta.best_fitness;
+  grads_pending_ = meta.has_grads && load_gradients(resume_ckpt_, *model_);
+  if (meta.resume_point.empty()) {  // a checkpoint from before exact resume: its epoch boundary, as train.py
+    point_.epoch = meta.epoch + 1;
+  } else {
+    point_ = meta.resume_point.get<ResumePoint>();
+    schedule_->set_last_optimizer_step(point_.last_opt_step);
+    stopper_.restore(point_.stopper);
+    last_val_.metrics.mp = point_.val_metrics[0], last_val_.metrics.mr = point_.val_metrics[1];
+    last_val_.metrics.map50 = point_.val_metrics[2], last_val_.metrics.map = point_.val_metrics[3];
+    last_val_.loss = point_.val_loss;
+    mloss_ = torch::tensor(std::vector<float>(point_.mloss.begin(), point_.mloss.end()));
+  }
+  ResultsCsv(run_.results_csv()).keep_epochs_before(point_.epoch);
+}
+
+}  // namespace kestrel

@@ -1,0 +1,38 @@
+// TrainOptions <-> JSON: every field survives the round trip that --resume depends on, and a JSON
+// from an older Kestrel (fields missing) keeps the defaults for what it lacks.
+#include <gtest/gtest.h>
+
+#include "train/train_options.h"
+
+namespace kestrel {
+namespace {
+
+TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
+  TrainOptions o;
+  o.weights = "w.pt", o.cfg = "c.yaml", o.data = "d.yaml", o.hyp = "h.yaml";
+  o.epochs = 7, o.batch_size = 3, o.img_size = 96, o.rect = true, o.resume = "r.pt", o.nosave = true;
+  o.noval = true, o.noplots = true, o.cache = "disk", o.device = "cuda:1", o.multi_scale = true;
+  o.single_cls = true, o.optimizer = "AdamW", o.workers = 5, o.prefetch = 9, o.project = "p", o.name = "n";
+  o.exist_ok = true, o.cos_lr = true, o.label_smoothing = 0.1, o.patience = 4, o.freeze = {1, 2, 5};
+  o.save_period = 2, o.save_minutes = 2.5, o.seed = 11, o.close_mosaic = 3, o.val_period = 2;
+  o.progress = false, o.max_steps = 13, o.scan = false, o.resident_batch = true;
+  const nlohmann::json j = o;
+  const TrainOptions back = j.get<TrainOptions>();
+  EXPECT_EQ(nlohmann::json(back), j);
+  EXPECT_EQ(back.freeze, o.freeze);
+  EXPECT_EQ(back.save_minutes, 2.5);
+  // Each field is its own key: changing any one changes the JSON (none is left out of the list).
+  const TrainOptions defaults;
+  EXPECT_EQ(j.size(), nlohmann::json(defaults).size());
+  for (const auto& [key, value] : j.items()) EXPECT_NE(nlohmann::json(defaults).at(key), value) << key;
+}
+
+TEST(TrainOptions, MissingFieldsKeepDefaults) {
+  const TrainOptions o = nlohmann::json{{"epochs", 3}}.get<TrainOptions>();
+  EXPECT_EQ(o.epochs, 3);
+  EXPECT_EQ(o.batch_size, TrainOptions{}.batch_size);
+  EXPECT_EQ(o.save_minutes, 0.0);
+}
+
+}  // namespace
+}  // namespace kestrel
