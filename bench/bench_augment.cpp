@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "data/hsv.h"
-#include "data/letterbox.h"
-#include "data/mosaic.h"
-#include "data/sample.h"
+#include "data/augment/hsv.h"
+#include "data/augment/letterbox.h"
+#include "data/augment/mosaic.h"
+#include "data/augment/sample.h"
 
 namespace kestrel {
 namespace {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "data/hyp.h"
+#include "core/hyp.h"
 #include "model/detection_model.h"
 #include "model/model_config.h"
 #include "profile/system_sampler.h"

@@ -2,7 +2,7 @@
 #include <stdexcept>
 
 #include "commands.h"
-#include "data/loader_bench.h"
+#include "data/loader/loader_bench.h"
 
 namespace kestrel::cli {
 

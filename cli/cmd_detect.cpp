@@ -6,8 +6,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "commands.h"
-#include "data/image_decode.h"
-#include "data/label_index.h"
+#include "data/io/image_decode.h"
+#include "data/index/label_index.h"
 #include "report/run_dir.h"
 #include "train/weights.h"
 #include "val/batch_tensors.h"

@@ -3,9 +3,10 @@
 #include <iostream>
 
 #include "commands.h"
-#include "data/pack.h"
-#include "data/scan_report.h"
+#include "data/pack/pack.h"
+#include "data/index/scan_report.h"
 #include "report/progress_callback.h"
+#include "data/pack/pack_check.h"
 
 namespace kestrel::cli {
 namespace {

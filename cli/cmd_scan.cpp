@@ -4,11 +4,12 @@
 #include <iostream>
 
 #include "commands.h"
-#include "data/cache_dir.h"
-#include "data/dataset_config.h"
-#include "data/scan.h"
-#include "data/scan_report.h"
+#include "data/io/cache_dir.h"
+#include "data/index/dataset_config.h"
+#include "data/index/scan.h"
+#include "data/index/scan_report.h"
 #include "report/progress_callback.h"
+#include "core/atomic_file.h"
 
 namespace kestrel::cli {
 

@@ -2,9 +2,9 @@
 #include <iostream>
 
 #include "commands.h"
-#include "data/dataset_config.h"
-#include "data/index_report.h"
-#include "data/label_index.h"
+#include "data/index/dataset_config.h"
+#include "data/index/index_report.h"
+#include "data/index/label_index.h"
 #include "train/weights.h"
 #include "val/batch_tensors.h"
 #include "val/validator.h"

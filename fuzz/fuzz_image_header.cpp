@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "data/image_decode.h"
+#include "data/io/image_decode.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <opencv2/core.hpp>
 #include <string>
 
-#include "data/image_decode.h"
+#include "data/io/image_decode.h"
 
 namespace {
 

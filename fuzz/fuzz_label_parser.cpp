@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "data/label_parse.h"
+#include "data/index/label_parse.h"
 
 namespace {
 

@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-openmp
   libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev
-  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   liblmdb-dev libgtest-dev libbenchmark-dev
 )
 

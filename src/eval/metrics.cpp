@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "eval/boxes.h"
-#include "data/numpy_ops.h"
+#include "core/numpy_ops.h"
 
 namespace kestrel {
 

@@ -1,6 +1,8 @@
 // Model yaml parsing (yaml-cpp) and parse_model's resolution rules, without LibTorch types.
 #include "model/model_config.h"
 
+#include "core/float_text.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -53,12 +55,7 @@ namespace {
 std::string float_repr(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";
-  char buf[32];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
+  std::string s = shortest_decimal(v);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
 }

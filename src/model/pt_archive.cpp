@@ -3,6 +3,8 @@
 // OrderedDicts plus plain attributes; state_dict() is those maps walked depth-first.
 #include "model/pt_archive.h"
 
+#include "core/float_text.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -108,12 +110,7 @@ std::string quoted(const std::string& s) {
 std::string float_text(double v) {
   if (std::isnan(v)) return ".nan";
   if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
-  char buf[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
+  std::string s = shortest_decimal(v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
 }

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "data/cache_dir.h"  // write_file_atomic
+#include "core/atomic_file.h"
 
 namespace kestrel {
 

@@ -3,7 +3,7 @@
 // names, training options for --resume, date). The file is a LibTorch archive (torch::save
 // format); the metadata is one JSON string inside it. Files are replaced atomically.
 #pragma once
-#include "data/cache_dir.h"  // write_file_atomic
+#include "core/atomic_file.h"
 #include <torch/torch.h>
 
 #include <cstdint>

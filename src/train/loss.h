@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/hyp.h"
+#include "core/hyp.h"
 
 namespace kestrel {
 

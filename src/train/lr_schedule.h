@@ -5,7 +5,7 @@
 #pragma once
 #include <array>
 
-#include "data/hyp.h"
+#include "core/hyp.h"
 
 namespace kestrel {
 

@@ -9,11 +9,12 @@
 #include <filesystem>
 #include <iostream>
 
-#include "data/rng.h"
+#include "data/augment/rng.h"
 #include "profile/report_json.h"
 #include "report/progress_bar.h"
 #include "train/optimizer.h"
 #include "val/batch_tensors.h"
+#include "core/elapsed.h"
 
 namespace fs = std::filesystem;
 
@@ -23,10 +24,6 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // --multi-scale: a size in [0.5, 1.5] x img (a multiple of gs) drawn from (seed, epoch, batch).
 torch::Tensor multi_scale(const torch::Tensor& imgs, int img_size, int gs, int seed, int epoch, int i) {

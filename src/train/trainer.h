@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset_config.h"
-#include "data/hyp.h"
-#include "data/label_index.h"
-#include "data/loader.h"
+#include "data/index/dataset_config.h"
+#include "core/hyp.h"
+#include "data/index/label_index.h"
+#include "data/loader/loader.h"
 #include "eval/metrics.h"
 #include "profile/system_sampler.h"
 #include "profile/timeline.h"

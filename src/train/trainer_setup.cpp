@@ -5,11 +5,11 @@
 #include <iostream>
 #include <thread>
 
-#include "data/demo_dataset.h"
-#include "data/index_report.h"
-#include "data/scan.h"
-#include "data/scan_report.h"
-#include "data/worker_tuning.h"
+#include "data/index/demo_dataset.h"
+#include "data/index/index_report.h"
+#include "data/index/scan.h"
+#include "data/index/scan_report.h"
+#include "data/loader/worker_tuning.h"
 #include "model/model_info.h"
 #include "report/progress_callback.h"
 #include "train/optimizer.h"

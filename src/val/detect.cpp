@@ -7,7 +7,7 @@
 #include <map>
 #include <opencv2/imgproc.hpp>
 
-#include "data/letterbox.h"
+#include "data/augment/letterbox.h"
 #include "eval/boxes.h"
 #include "eval/nms.h"
 #include "val/batch_tensors.h"

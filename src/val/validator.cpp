@@ -7,6 +7,7 @@
 #include "eval/nms.h"
 #include "report/progress_bar.h"
 #include "val/batch_tensors.h"
+#include "core/elapsed.h"
 
 namespace kestrel {
 
@@ -23,9 +24,6 @@ LoaderOptions val_loader_options(const ValOptions& o) {
   l.pad = 0.5;
   l.cache = o.cache;
   return l;
-}
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 }  // namespace
 
@@ -58,17 +56,17 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
     auto t0 = std::chrono::steady_clock::now();
     const torch::Tensor images = batch_images(*batch, device, options_.half);
     const torch::Tensor targets = batch_targets(*batch, device);
-    t_pre += since(t0);
+    t_pre += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
     const std::vector<torch::Tensor> raw = model.forward(images);
     torch::Tensor decoded = model.decode(raw);
     if (loss) loss_sum += loss(raw, targets).to(torch::kCPU);
-    t_inf += since(t0);
+    t_inf += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
     const std::vector<torch::Tensor> preds = non_max_suppression(decoded.to(torch::kFloat32), nms);
-    t_nms += since(t0);
+    t_nms += seconds_since(t0);
 
     const torch::Tensor cpu_targets = targets.to(torch::kCPU);
     const torch::Tensor image_index = cpu_targets.select(1, 0);
@@ -89,7 +87,7 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
     loss_sum /= static_cast<double>(nbatches);
     for (int i = 0; i < 3; ++i) result.loss[i] = loss_sum[i].item<double>();
   }
-  result.seconds = since(start);
+  result.seconds = seconds_since(start);
   if (was_training) model.train();
   return result;
 }

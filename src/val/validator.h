@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "data/loader.h"
+#include "data/loader/loader.h"
 #include "eval/metrics.h"
 #include "model/detection_model.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <initializer_list>
 
-#include "data/hsv.h"
+#include "data/augment/hsv.h"
 #include "pixel_summary.h"
 #include "test_support.h"
 

@@ -4,9 +4,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "data/augment.h"
-#include "data/hsv.h"
-#include "data/mosaic.h"
+#include "data/augment/augment.h"
+#include "data/augment/hsv.h"
+#include "data/augment/mosaic.h"
 #include "pixel_summary.h"
 #include "test_support.h"
 

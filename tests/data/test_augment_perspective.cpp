@@ -3,8 +3,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "data/perspective.h"
-#include "data/warp_pieces.h"
+#include "data/augment/perspective.h"
+#include "data/augment/warp_pieces.h"
 #include "pixel_summary.h"
 #include "test_support.h"
 

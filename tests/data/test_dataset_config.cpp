@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/dataset_config.h"
+#include "data/index/dataset_config.h"
 #include "test_support.h"
 
 namespace kestrel {

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "data/cache_dir.h"
-#include "data/dataset_config.h"
-#include "data/demo_dataset.h"
-#include "data/label_index.h"
+#include "data/io/cache_dir.h"
+#include "data/index/dataset_config.h"
+#include "data/index/demo_dataset.h"
+#include "data/index/label_index.h"
 #include "test_support.h"
 
 namespace kestrel {

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "data/image_decode.h"
+#include "data/io/image_decode.h"
 #include "image_fixtures.h"
 #include "test_support.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "data/label_index.h"
+#include "data/index/label_index.h"
 #include "image_fixtures.h"
 #include "scoped_cache_home.h"
 #include "test_support.h"

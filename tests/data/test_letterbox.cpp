@@ -2,7 +2,7 @@
 // cases exactly, and full pixel outputs exactly (same OpenCV 4.6).
 #include <opencv2/core.hpp>
 
-#include "data/letterbox.h"
+#include "data/augment/letterbox.h"
 #include "test_support.h"
 
 namespace kestrel {

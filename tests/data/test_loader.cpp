@@ -17,11 +17,11 @@
 #include <set>
 #include <thread>
 
-#include "data/dataset_config.h"
-#include "data/image_decode.h"
-#include "data/label_index.h"
-#include "data/loader.h"
-#include "data/worker_tuning.h"
+#include "data/index/dataset_config.h"
+#include "data/io/image_decode.h"
+#include "data/index/label_index.h"
+#include "data/loader/loader.h"
+#include "data/loader/worker_tuning.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;

@@ -6,17 +6,18 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/dataset_config.h"
-#include "data/dataset_files.h"
-#include "data/image_decode.h"
-#include "data/label_index.h"
-#include "data/loader.h"
-#include "data/pack.h"
-#include "data/pack_reader.h"
+#include "data/index/dataset_config.h"
+#include "data/io/dataset_files.h"
+#include "data/io/image_decode.h"
+#include "data/index/label_index.h"
+#include "data/loader/loader.h"
+#include "data/pack/pack.h"
+#include "data/pack/pack_reader.h"
 #include "image_fixtures.h"
 #include "scoped_cache_home.h"
 #include "test_support.h"
 #include "tree_snapshot.h"
+#include "data/pack/pack_check.h"
 
 namespace kestrel {
 namespace {

@@ -8,7 +8,7 @@
 #include <opencv2/imgproc.hpp>
 #include <sstream>
 
-#include "data/sample.h"
+#include "data/augment/sample.h"
 #include "test_support.h"
 
 namespace kestrel {

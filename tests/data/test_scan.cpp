@@ -8,11 +8,11 @@
 #include <fstream>
 #include <tuple>
 
-#include "data/dataset_config.h"
-#include "data/label_index.h"
-#include "data/label_parse.h"
-#include "data/scan.h"
-#include "data/scan_report.h"
+#include "data/index/dataset_config.h"
+#include "data/index/label_index.h"
+#include "data/index/label_parse.h"
+#include "data/index/scan.h"
+#include "data/index/scan_report.h"
 #include "image_fixtures.h"
 #include "scoped_cache_home.h"
 #include "test_support.h"

@@ -3,7 +3,7 @@
 // flips, and the axis-aligned zoom-and-shift case. Every byte must match.
 #include <opencv2/imgproc.hpp>
 
-#include "data/warp_pieces.h"
+#include "data/augment/warp_pieces.h"
 #include "test_support.h"
 
 namespace kestrel {

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "data/content_hash.h"
+#include "data/io/content_hash.h"
 
 namespace kestrel::test {
 

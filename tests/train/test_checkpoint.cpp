@@ -11,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/ema.h"
 #include "train/optimizer.h"
+#include "core/atomic_file.h"
 
 namespace kestrel {
 namespace {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/image_decode.h"
-#include "data/label_index.h"
+#include "data/io/image_decode.h"
+#include "data/index/label_index.h"
 #include "eval/boxes.h"
 #include "model/model_config.h"
 #include "model/pt_reader.h"

@@ -1,0 +1,112 @@
+// random_perspective and its box transform, following YOLOv5 v7.0 utils/augmentations.py.
+#include "data/augment/perspective.h"
+
+#include <cmath>
+#include <opencv2/imgproc.hpp>
+
+namespace kestrel {
+namespace {
+
+// Plain double 3x3 product, summed left to right (numpy's `@` on these matrices gave the same bits).
+cv::Matx33d matmul(const cv::Matx33d& a, const cv::Matx33d& b) {
+  cv::Matx33d c;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) c(i, j) = a(i, 0) * b(0, j) + a(i, 1) * b(1, j) + a(i, 2) * b(2, j);
+  return c;
+}
+
+}  // namespace
+
+PerspectiveDraws draw_perspective(SampleRng& rng, const PerspectiveParams& p) {
+  PerspectiveDraws d;
+  d.p20 = rng.uniform(-p.perspective, p.perspective);
+  d.p21 = rng.uniform(-p.perspective, p.perspective);
+  d.angle = rng.uniform(-p.degrees, p.degrees);
+  d.scale = rng.uniform(1 - p.scale, 1 + p.scale);
+  d.shear_x = rng.uniform(-p.shear, p.shear);
+  d.shear_y = rng.uniform(-p.shear, p.shear);
+  d.tx = rng.uniform(0.5 - p.translate, 0.5 + p.translate);
+  d.ty = rng.uniform(0.5 - p.translate, 0.5 + p.translate);
+  return d;
+}
+
+PerspectiveMatrices perspective_matrices(const PerspectiveDraws& d, int in_w, int in_h, int out_w, int out_h) {
+  PerspectiveMatrices m;
+  m.C = cv::Matx33d::eye();
+  m.C(0, 2) = -in_w / 2.0;
+  m.C(1, 2) = -in_h / 2.0;
+  m.P = cv::Matx33d::eye();
+  m.P(2, 0) = d.p20;
+  m.P(2, 1) = d.p21;
+  // OpenCV's own rotation matrix: it forms the angle as a * (pi/180), which differs in the last bit from
+  // (a*pi)/180 for some angles.
+  const cv::Mat rot = cv::getRotationMatrix2D(cv::Point2f(0, 0), d.angle, d.scale);
+  m.R = cv::Matx33d::eye();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) m.R(i, j) = rot.at<double>(i, j);
+  m.S = cv::Matx33d::eye();
+  m.S(0, 1) = std::tan(d.shear_x * M_PI / 180);
+  m.S(1, 0) = std::tan(d.shear_y * M_PI / 180);
+  m.T = cv::Matx33d::eye();
+  m.T(0, 2) = d.tx * out_w;
+  m.T(1, 2) = d.ty * out_h;
+  m.M = matmul(matmul(matmul(matmul(m.T, m.S), m.R), m.P), m.C);
+  return m;
+}
+
+void transform_labels(std::vector<BoxLabel>& labels, const cv::Matx33d& M, bool perspective, double scale,
+                      int out_w, int out_h, PerspectiveTrace* trace) {
+  if (trace) {
+    trace->boxes.clear();
+    trace->kept.clear();
+  }
+  const float s32 = static_cast<float>(scale);  // numpy multiplies the float32 labels in float32
+  size_t n_kept = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const BoxLabel& b = labels[i];
+    const double cx[4] = {b.x1, b.x2, b.x1, b.x2}, cy[4] = {b.y1, b.y2, b.y2, b.y1};
+    double lo_x = 0, lo_y = 0, hi_x = 0, hi_y = 0;
+    for (int k = 0; k < 4; ++k) {
+      double x = cx[k] * M(0, 0) + cy[k] * M(0, 1) + M(0, 2);
+      double y = cx[k] * M(1, 0) + cy[k] * M(1, 1) + M(1, 2);
+      if (perspective) {
+        const double w = cx[k] * M(2, 0) + cy[k] * M(2, 1) + M(2, 2);
+        x /= w;
+        y /= w;
+      }
+      if (k == 0 || x < lo_x) lo_x = x;
+      if (k == 0 || y < lo_y) lo_y = y;
+      if (k == 0 || x > hi_x) hi_x = x;
+      if (k == 0 || y > hi_y) hi_y = y;
+    }
+    const double box2[4] = {std::min(std::max(lo_x, 0.0), double(out_w)), std::min(std::max(lo_y, 0.0), double(out_h)),
+                            std::min(std::max(hi_x, 0.0), double(out_w)), std::min(std::max(hi_y, 0.0), double(out_h))};
+    if (trace) trace->boxes.insert(trace->boxes.end(), box2, box2 + 4);
+    const float box1[4] = {b.x1 * s32, b.y1 * s32, b.x2 * s32, b.y2 * s32};
+    if (!box_candidate(box1, box2)) continue;
+    if (trace) trace->kept.push_back(static_cast<int>(i));
+    labels[n_kept++] = {b.cls, float(box2[0]), float(box2[1]), float(box2[2]), float(box2[3])};
+  }
+  labels.resize(n_kept);
+}
+
+void random_perspective(const cv::Mat& img, std::vector<BoxLabel>& labels, const PerspectiveParams& p,
+                        const PerspectiveDraws& d, int border_y, int border_x, cv::Mat& out,
+                        PerspectiveTrace* trace) {
+  const int out_h = img.rows + 2 * border_y, out_w = img.cols + 2 * border_x;
+  const PerspectiveMatrices m = perspective_matrices(d, img.cols, img.rows, out_w, out_h);
+  if (trace) trace->matrices = m;
+  const cv::Scalar grey(114, 114, 114);
+  if (border_y != 0 || border_x != 0 || m.M != cv::Matx33d::eye()) {
+    if (p.perspective != 0)
+      cv::warpPerspective(img, out, cv::Mat(m.M), cv::Size(out_w, out_h), cv::INTER_LINEAR, cv::BORDER_CONSTANT, grey);
+    else
+      cv::warpAffine(img, out, cv::Mat(m.M).rowRange(0, 2), cv::Size(out_w, out_h), cv::INTER_LINEAR,
+                     cv::BORDER_CONSTANT, grey);
+  } else if (out.data != img.data) {
+    img.copyTo(out);
+  }
+  transform_labels(labels, m.M, p.perspective != 0, d.scale, out_w, out_h, trace);
+}
+
+}  // namespace kestrel

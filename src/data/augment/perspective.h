@@ -1,0 +1,79 @@
+// YOLOv5's random_perspective (utils/augmentations.py) and box_candidates: the affine/perspective
+// training warp of an image and its pixel-xyxy labels. The random draws are an explicit struct so that
+// tests can inject the values YOLOv5 recorded; draw_perspective makes them from a SampleRng in YOLOv5's
+// order (all 8, even those whose range is 0).
+#pragma once
+#include <algorithm>
+#include <opencv2/core.hpp>
+#include <vector>
+
+#include "core/hyp.h"
+#include "data/augment/rng.h"
+
+namespace kestrel {
+
+// A label in pixel corner form (YOLOv5's `targets` rows: class, x1, y1, x2, y2), float32 like YOLOv5's.
+struct BoxLabel {
+  float cls = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+};
+
+struct PerspectiveParams {
+  double degrees = 0, translate = 0.1, scale = 0.5, shear = 0, perspective = 0;
+  static PerspectiveParams from(const Hyp& hyp) {
+    return {hyp.degrees, hyp.translate, hyp.scale, hyp.shear, hyp.perspective};
+  }
+};
+
+// The 8 uniform draws of random_perspective, in YOLOv5's call order.
+struct PerspectiveDraws {
+  double p20 = 0, p21 = 0;          // P[2,0], P[2,1] in +-perspective
+  double angle = 0, scale = 1;      // degrees in +-degrees; scale in [1-scale, 1+scale]
+  double shear_x = 0, shear_y = 0;  // degrees in +-shear
+  double tx = 0.5, ty = 0.5;        // fractions of the output size in [0.5-translate, 0.5+translate]
+};
+
+PerspectiveDraws draw_perspective(SampleRng& rng, const PerspectiveParams& p);
+
+// The factors of M = T * S * R * P * C. C centres the input (input size), T translates by fractions of
+// the output size.
+struct PerspectiveMatrices {
+  cv::Matx33d C, P, R, S, T, M;
+};
+PerspectiveMatrices perspective_matrices(const PerspectiveDraws& d, int in_w, int in_h, int out_w, int out_h);
+
+// What random_perspective did, for tests: matrices, every box after transform + clip (x1,y1,x2,y2 per
+// input row, float64) and the input rows kept.
+struct PerspectiveTrace {
+  PerspectiveMatrices matrices;
+  std::vector<double> boxes;
+  std::vector<int> kept;
+};
+
+// Transforms the corners of each box by M (dividing by w when `perspective`), takes their min/max,
+// clips to [0,out_w] x [0,out_h] (inclusive) and keeps the rows that pass box_candidates against the
+// input box scaled by `scale`. Kept rows get the new corners (double rounded once to float32).
+void transform_labels(std::vector<BoxLabel>& labels, const cv::Matx33d& M, bool perspective, double scale,
+                      int out_w, int out_h, PerspectiveTrace* trace = nullptr);
+
+// Full random_perspective: out = warp of img (warpPerspective when p.perspective != 0, else warpAffine;
+// linear, border 114) of size (in_w + 2*border_x) x (in_h + 2*border_y); labels transformed as above.
+// The warp is skipped (out = copy of img) only when the border is 0 and M is exactly the identity.
+void random_perspective(const cv::Mat& img, std::vector<BoxLabel>& labels, const PerspectiveParams& p,
+                        const PerspectiveDraws& d, int border_y, int border_x, cv::Mat& out,
+                        PerspectiveTrace* trace = nullptr);
+
+// YOLOv5's box_candidates for one box pair: w2 > wh_thr, h2 > wh_thr, w2*h2 / (w1*h1 + eps) > area_thr and
+// max(w2/(h2+eps), h2/(w2+eps)) < ar_thr, all strict. box1's width, height and area are computed in its
+// own type T (float32 labels inside random_perspective, float64 in the reference file), the rest in double,
+// as numpy promotes them.
+template <class T>
+bool box_candidate(const T box1[4], const double box2[4], double wh_thr = 2, double ar_thr = 100,
+                   double area_thr = 0.1, double eps = 1e-16) {
+  const T w1 = box1[2] - box1[0], h1 = box1[3] - box1[1];
+  const T area1 = w1 * h1 + static_cast<T>(eps);
+  const double w2 = box2[2] - box2[0], h2 = box2[3] - box2[1];
+  const double ar = std::max(w2 / (h2 + eps), h2 / (w2 + eps));
+  return w2 > wh_thr && h2 > wh_thr && w2 * h2 / static_cast<double>(area1) > area_thr && ar < ar_thr;
+}
+
+}  // namespace kestrel

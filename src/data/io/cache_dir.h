@@ -1,0 +1,28 @@
+// Where Kestrel keeps derived files (label index caches, the demo dataset, image caches): the user's
+// cache folder, whether a dataset folder may be written, and cache keys.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace kestrel {
+
+// $XDG_CACHE_HOME/kestrel, else $HOME/.cache/kestrel; "" when neither variable is set.
+std::string user_cache_dir();
+
+// True when files may be created in `dir`. The permission bits are honoured even for root, so a
+// read-only-by-mode dataset folder (dr-xr-xr-x) is never written into.
+bool dir_is_writable(const std::string& dir);
+
+// Where a cache derived from a dataset's labels lives: {beside, user}. beside is "<labels folder><suffix>"
+// (e.g. labels/train2017.kestrel.cache, YOLOv5's labels/train2017.cache renamed), to be used when that
+// folder's parent is writable; user is user_cache_dir()/<kind>/<hash of beside>.<suffix's last extension>.
+// For files inside a pack beside is "" (nothing is ever written into a pack) and only user applies.
+std::pair<std::string, std::string> dataset_cache_locations(const std::string& first_label_path,
+                                                            const std::string& suffix, const std::string& kind);
+
+// 64-bit FNV-1a, for cache keys (not for security).
+uint64_t fnv1a64(const void* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
+
+}  // namespace kestrel
