@@ -1,55 +1,16 @@
 // kestrel train: YOLOv5 train.py's flags -> TrainOptions -> train().
-#include <iostream>
-
 #include "commands.h"
+#include "flags.h"
 #include "train/trainer.h"
 
 namespace kestrel::cli {
-
-namespace {
-
-// The train.py flags, shared by `train` and `profile` (which runs the same configuration briefly).
-void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress) {
-  cmd->add_option("--weights", o.weights, "initial weights: a YOLOv5 .pt or a Kestrel checkpoint ('' = from scratch)");
-  cmd->add_option("--cfg", o.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
-  cmd->add_option("--data", o.data, "data.yaml (default: the built-in demo dataset)");
-  cmd->add_option("--hyp", o.hyp, "hyperparameters yaml (default: hyp.scratch-low)");
-  cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch");
-  cmd->add_flag("--rect", o.rect, "rectangular training");
-  cmd->add_option("--cache", o.cache,
-                  "cache images: ram (when given alone), disk or none; default auto = ram when the images take "
-                  "under 1/8 of the free memory")
-      ->expected(0, 1)
-      ->default_str("ram");
-  cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
-  cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
-  cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");
-  cmd->add_option("--optimizer", o.optimizer, "SGD, Adam or AdamW")->check(CLI::IsMember({"SGD", "Adam", "AdamW"}));
-  cmd->add_option("--workers", workers, "loader threads, or auto");
-  cmd->add_option("--prefetch", o.prefetch, "batches prepared ahead of the model");
-  cmd->add_option("--project", o.project, "save to project/name");
-  cmd->add_option("--name", o.name, "save to project/name");
-  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
-  cmd->add_option("--freeze", o.freeze, "freeze layers: backbone=10, first3=0 1 2")->expected(1, -1);
-  cmd->add_option("--seed", o.seed, "global training seed");
-  cmd->add_flag("--no-progress", no_progress, "plain log lines instead of progress bars");
-  cmd->add_flag("!--no-scan", o.scan, "skip the dataset health check before training (kestrel scan)");
-}
-
-void finish_options(TrainOptions& o, const std::string& workers, bool no_progress) {
-  o.workers = workers == "auto" ? -1 : std::stoi(workers);
-  o.progress = !no_progress;
-  if (o.data.empty() && o.cfg.empty() && o.weights.empty()) o.cfg = "yolov5n.yaml";  // the demo's model
-}
-
-}  // namespace
 
 void register_train(CLI::App& app) {
   static TrainOptions o;
   static std::string workers = "auto";
   static bool no_progress = false;
   auto* cmd = add_command(app, "train", "Train a YOLOv5 detector (no --data: the built-in demo dataset)", [] {
-    finish_options(o, workers, no_progress);
+    finish_train_options(o, workers, no_progress);
     return train(o).interrupted ? 130 : 0;  // 130: what a shell reports for Ctrl-C
   });
   add_train_flags(cmd, o, workers, no_progress);
@@ -77,27 +38,6 @@ void register_train(CLI::App& app) {
       if (!close_mosaic->count()) o.close_mosaic = 10;
     }
   });
-}
-
-void register_profile(CLI::App& app) {
-  static TrainOptions o;
-  static std::string workers = "auto";
-  static bool no_progress = false;
-  o.project = "runs/profile";
-  o.max_steps = 30;
-  o.epochs = 1000;  // the step budget ends the run
-  o.noval = true;
-  o.img_size = 640;
-  auto* cmd = add_command(app, "profile", "Run N training steps of a configuration and report where the time goes", [] {
-    finish_options(o, workers, no_progress);
-    train(o);
-    return 0;
-  });
-  add_train_flags(cmd, o, workers, no_progress);
-  cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size (pixels)");
-  cmd->add_option("--steps", o.max_steps, "training steps to time");
-  cmd->add_flag("--resident", o.resident_batch,
-                "reuse the first batch for every step: the compute limit, to compare with a normal profile");
 }
 
 }  // namespace kestrel::cli

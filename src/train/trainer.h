@@ -24,14 +24,14 @@
 #include "report/results_csv.h"
 #include "report/run_dir.h"
 #include "train/background_writer.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/ema.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
 #include "train/resume_point.h"
 #include "train/train_options.h"
-#include "train/weights.h"
+#include "model/weights.h"
 #include "val/validator.h"
 
 namespace kestrel {

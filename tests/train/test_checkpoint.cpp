@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "test_support.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/ema.h"
 #include "train/optimizer.h"
 #include "core/atomic_file.h"

@@ -5,8 +5,8 @@
 
 #include "model/model_config.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
-#include "train/weights.h"
+#include "model/checkpoint.h"
+#include "model/weights.h"
 
 namespace kestrel {
 namespace {

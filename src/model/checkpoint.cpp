@@ -1,6 +1,6 @@
 // Kestrel checkpoints: LibTorch archive with nested model / EMA / optimizer archives and a JSON
 // metadata string; atomic replacement of the file (see checkpoint.h).
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "core/atomic_file.h"
 
 #include <fcntl.h>

@@ -1,11 +1,11 @@
 // Model construction from cfg and/or weights, with train.py's nc and transfer rules.
-#include "train/weights.h"
+#include "model/weights.h"
 
 #include <optional>
 
 #include "model/model_config.h"
 #include "model/pt_reader.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 namespace kestrel {
 

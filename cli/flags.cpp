@@ -1,0 +1,54 @@
+// Shared flag registration (see flags.h).
+#include "flags.h"
+
+namespace kestrel::cli {
+
+void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device) {
+  cmd->add_option("--weights", weights, "YOLOv5 .pt or Kestrel checkpoint")->required();
+  cmd->add_option("--cfg", cfg, "model yaml when the weights carry none");
+  cmd->add_option("--device", device, "cpu, or cuda device: 0 or cuda:0");
+}
+
+void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, double& iou_thres, int& max_det, bool& half) {
+  cmd->add_option("--imgsz,--img,--img-size", img_size, "inference size (pixels)");
+  cmd->add_option("--conf-thres", conf_thres, "confidence threshold");
+  cmd->add_option("--iou-thres", iou_thres, "NMS IoU threshold");
+  cmd->add_option("--max-det", max_det, "maximum detections per image");
+  cmd->add_flag("--half", half, "FP16 inference (CUDA)");
+}
+
+// The train.py flags, shared by `train` and `profile` (which runs the same configuration briefly).
+void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress) {
+  cmd->add_option("--weights", o.weights, "initial weights: a YOLOv5 .pt or a Kestrel checkpoint ('' = from scratch)");
+  cmd->add_option("--cfg", o.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
+  cmd->add_option("--data", o.data, "data.yaml (default: the built-in demo dataset)");
+  cmd->add_option("--hyp", o.hyp, "hyperparameters yaml (default: hyp.scratch-low)");
+  cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch");
+  cmd->add_flag("--rect", o.rect, "rectangular training");
+  cmd->add_option("--cache", o.cache,
+                  "cache images: ram (when given alone), disk or none; default auto = ram when the images take "
+                  "under 1/8 of the free memory")
+      ->expected(0, 1)
+      ->default_str("ram");
+  cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
+  cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");
+  cmd->add_option("--optimizer", o.optimizer, "SGD, Adam or AdamW")->check(CLI::IsMember({"SGD", "Adam", "AdamW"}));
+  cmd->add_option("--workers", workers, "loader threads, or auto");
+  cmd->add_option("--prefetch", o.prefetch, "batches prepared ahead of the model");
+  cmd->add_option("--project", o.project, "save to project/name");
+  cmd->add_option("--name", o.name, "save to project/name");
+  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
+  cmd->add_option("--freeze", o.freeze, "freeze layers: backbone=10, first3=0 1 2")->expected(1, -1);
+  cmd->add_option("--seed", o.seed, "global training seed");
+  cmd->add_flag("--no-progress", no_progress, "plain log lines instead of progress bars");
+  cmd->add_flag("!--no-scan", o.scan, "skip the dataset health check before training (kestrel scan)");
+}
+
+void finish_train_options(TrainOptions& o, const std::string& workers, bool no_progress) {
+  o.workers = workers == "auto" ? -1 : std::stoi(workers);
+  o.progress = !no_progress;
+  if (o.data.empty() && o.cfg.empty() && o.weights.empty()) o.cfg = "yolov5n.yaml";  // the demo's model
+}
+
+}  // namespace kestrel::cli

@@ -1,0 +1,21 @@
+// Flags that several commands share, registered once: the model to load (val, detect), the inference
+// settings (val, detect), and train.py's flags (train, profile).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "train/train_options.h"
+
+namespace kestrel::cli {
+
+// --weights (required), --cfg, --device.
+void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device);
+// --imgsz/--img/--img-size, --conf-thres, --iou-thres, --max-det, --half.
+void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, double& iou_thres, int& max_det, bool& half);
+
+// The train.py flags `train` and `profile` share; `workers` is the --workers text ("auto" or N).
+void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress);
+// After parsing: --workers and --no-progress into the options; no data, cfg or weights: the demo's model.
+void finish_train_options(TrainOptions& o, const std::string& workers, bool no_progress);
+
+}  // namespace kestrel::cli

@@ -1,0 +1,27 @@
+// `kestrel detect` as a library call: detect.py over a source (an image, a folder, a *.txt list) with
+// given weights, writing runs/detect/expN with annotated images and, with save_txt, YOLO txt results.
+// Unreadable images are skipped and named; the per-image and "Speed:" lines are detect.py's.
+#pragma once
+#include <string>
+
+#include "val/detect.h"
+
+namespace kestrel {
+
+struct DetectRunOptions {
+  std::string weights, cfg, source, device = "cpu";
+  std::string project = "runs/detect", name = "exp";
+  bool exist_ok = false;
+  DetectOptions detect;
+  bool save_txt = false, save_conf = false, nosave = false, hide_labels = false, hide_conf = false;
+  int line_thickness = 3;
+};
+
+struct DetectRunSummary {
+  std::string save_dir;
+  size_t images = 0, skipped = 0, label_files = 0;
+};
+
+DetectRunSummary run_detect(const DetectRunOptions& options);
+
+}  // namespace kestrel
