@@ -299,14 +299,7 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
     label_stamps[i] = file_stamp(labels[i]);
   });
 
-  uint64_t key = fnv1a64("kestrel-index-v1", 16);
-  const int32_t settings[2] = {nc, single_cls ? 1 : 0};
-  key = fnv1a64(settings, sizeof settings, key);
-  for (size_t i = 0; i < n; ++i) {
-    key = fnv1a64(images[i].c_str(), images[i].size() + 1, key);
-    key = fnv1a64(&image_stamps[i], sizeof(FileStamp), key);
-    key = fnv1a64(&label_stamps[i], sizeof(FileStamp), key);
-  }
+  const uint64_t key = dataset_key("kestrel-index-v1", 16, nc, single_cls, images, image_stamps, label_stamps);
 
   DatasetIndex index;
   const auto [beside, user] = dataset_cache_locations(labels.front(), ".kestrel.cache", "index");

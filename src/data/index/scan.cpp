@@ -153,15 +153,7 @@ std::vector<ImageCheck> check_all(const std::vector<std::string>& images, const 
 
 uint64_t cache_key(const std::vector<std::string>& images, const std::vector<FileStamp>& image_stamps,
                    const std::vector<FileStamp>& label_stamps, const ScanOptions& o) {
-  uint64_t key = fnv1a64(kCacheVersion, sizeof kCacheVersion);
-  const int32_t settings[2] = {o.nc, o.single_cls ? 1 : 0};
-  key = fnv1a64(settings, sizeof settings, key);
-  for (size_t i = 0; i < images.size(); ++i) {
-    key = fnv1a64(images[i].c_str(), images[i].size() + 1, key);
-    key = fnv1a64(&image_stamps[i], sizeof(FileStamp), key);
-    key = fnv1a64(&label_stamps[i], sizeof(FileStamp), key);
-  }
-  return key;
+  return dataset_key(kCacheVersion, sizeof kCacheVersion, o.nc, o.single_cls, images, image_stamps, label_stamps);
 }
 
 bool load_cache(const std::string& path, uint64_t key, ScanReport* report) {

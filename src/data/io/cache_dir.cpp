@@ -47,6 +47,20 @@ std::pair<std::string, std::string> dataset_cache_locations(const std::string& f
   return {is_pack_path(first_label_path) ? "" : beside, user};
 }
 
+uint64_t dataset_key(const void* version, size_t version_size, int nc, bool single_cls,
+                     const std::vector<std::string>& images, const std::vector<FileStamp>& image_stamps,
+                     const std::vector<FileStamp>& label_stamps) {
+  uint64_t key = fnv1a64(version, version_size);
+  const int32_t settings[2] = {nc, single_cls ? 1 : 0};
+  key = fnv1a64(settings, sizeof settings, key);
+  for (size_t i = 0; i < images.size(); ++i) {
+    key = fnv1a64(images[i].c_str(), images[i].size() + 1, key);
+    key = fnv1a64(&image_stamps[i], sizeof(FileStamp), key);
+    key = fnv1a64(&label_stamps[i], sizeof(FileStamp), key);
+  }
+  return key;
+}
+
 uint64_t fnv1a64(const void* data, size_t size, uint64_t hash) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "data/io/dataset_files.h"
 
 namespace kestrel {
 
@@ -21,6 +24,13 @@ bool dir_is_writable(const std::string& dir);
 // For files inside a pack beside is "" (nothing is ever written into a pack) and only user applies.
 std::pair<std::string, std::string> dataset_cache_locations(const std::string& first_label_path,
                                                             const std::string& suffix, const std::string& kind);
+
+// The key of a cache derived from a dataset's labels (the index, the scan): `version` (its bytes, so a
+// format change misses), the class settings, and every image path with the stamps of the image and of
+// its label file, so any file added, removed or touched changes it.
+uint64_t dataset_key(const void* version, size_t version_size, int nc, bool single_cls,
+                     const std::vector<std::string>& images, const std::vector<FileStamp>& image_stamps,
+                     const std::vector<FileStamp>& label_stamps);
 
 // 64-bit FNV-1a, for cache keys (not for security).
 uint64_t fnv1a64(const void* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
