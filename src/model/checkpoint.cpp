@@ -33,6 +33,7 @@ nlohmann::json meta_to_json(const CheckpointMeta& m) {
           {"best_fitness", m.best_fitness},
           {"ema_updates", m.ema_updates},
           {"model_yaml", m.model_yaml},
+          {"model_name", m.model_name},
           {"nc", m.nc > 0 ? m.nc : static_cast<int>(m.names.size())},
           {"names", m.names},
           {"train_options", m.train_options},
@@ -49,6 +50,7 @@ CheckpointMeta meta_from_json(const nlohmann::json& j) {
   m.best_fitness = j.at("best_fitness").get<double>();
   m.ema_updates = j.at("ema_updates").get<int64_t>();
   m.model_yaml = j.at("model_yaml").get<std::string>();
+  m.model_name = j.value("model_name", "");
   m.names = j.at("names").get<std::vector<std::string>>();
   m.nc = j.value("nc", static_cast<int>(m.names.size()));  // files before the field: one name per class
   m.train_options = j.at("train_options");

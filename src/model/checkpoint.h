@@ -18,6 +18,7 @@ struct CheckpointMeta {
   double best_fitness = 0.0;
   int64_t ema_updates = 0;
   std::string model_yaml;      // the model config text, so the file rebuilds its own model
+  std::string model_name;      // the yaml's file name (yolov5n.yaml), for the model summary
   int nc = 0;                  // the model's class count (the data's, whatever the yaml text says)
   std::vector<std::string> names;  // nc class names
   nlohmann::json train_options = nlohmann::json::object();  // the run's options, for --resume

@@ -172,6 +172,8 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
   cfg.source = source;
   cfg.text = yaml_text;
   cfg.name = std::filesystem::path(source).filename().string();
+  if (root["yaml_file"] && root["yaml_file"].IsScalar())  // a YOLOv5 .pt's yaml names the file it came from
+    cfg.name = std::filesystem::path(root["yaml_file"].Scalar()).filename().string();
   for (const char* key : {"nc", "depth_multiple", "width_multiple", "anchors", "backbone", "head"})
     if (!root[key]) fail(source, std::string("missing key '") + key + "'");
   cfg.nc = yaml_int(root["nc"], source, "'nc'");

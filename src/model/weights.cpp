@@ -14,6 +14,7 @@ namespace {
 ModelConfig checkpoint_config(const std::string& path, const CheckpointMeta& meta) {
   ModelConfig config = parse_model_config(meta.model_yaml, path);
   config.nc = meta.nc;
+  if (!meta.model_name.empty()) config.name = meta.model_name;
   return config;
 }
 

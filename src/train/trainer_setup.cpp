@@ -198,6 +198,7 @@ void Trainer::prepare_optimization() {
   stopper_ = EarlyStopping(opt_.patience);
   mloss_ = torch::zeros({3});
   meta_.model_yaml = built_.model_yaml;
+  meta_.model_name = model_->config().name;
   meta_.nc = nc_;
   meta_.names = names_;
   meta_.train_options = opt_;
