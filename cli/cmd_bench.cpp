@@ -1,10 +1,33 @@
 // kestrel bench loader: loader throughput (images/s) and milliseconds per stage.
+// kestrel bench step: training step time (ms per stage, images/s) at fp32 / bf16 / fp16.
 #include <stdexcept>
 
 #include "commands.h"
 #include "data/loader/loader_bench.h"
+#include "train/step_bench.h"
 
 namespace kestrel::cli {
+
+namespace {
+
+void register_bench_step(CLI::App& bench) {
+  static StepBenchRun r;
+  auto* cmd = add_command(bench, "step", "Training step time by stage and precision on synthetic batches", [] {
+    run_step_bench(r);
+    return 0;
+  });
+  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
+  cmd->add_option("--weights", r.weights, "weights to time instead (a YOLOv5 .pt or a Kestrel checkpoint)");
+  cmd->add_option("--nc", r.nc, "classes of the model");
+  cmd->add_option("--imgsz,--img,--img-size", r.shape.img_size, "image size");
+  cmd->add_option("--batch-size,--batch", r.shape.batch_size, "batch size");
+  cmd->add_option("--amp", r.precisions, "precisions to time, in order: off (fp32), bf16, fp16 (CUDA)")->expected(1, -1);
+  cmd->add_option("--steps", r.shape.steps, "timed steps per precision");
+  cmd->add_option("--warmup", r.shape.warmup, "untimed steps first");
+  cmd->add_option("--device", r.device, "cpu, or cuda device: 0 or cuda:0");
+}
+
+}  // namespace
 
 void register_bench(CLI::App& app) {
   static LoaderBenchOptions o;
@@ -28,6 +51,7 @@ void register_bench(CLI::App& app) {
                 "decode every mosaic tile whole (default: only the part its warp reads)");
   cmd->add_flag("--val", o.val, "the val split, letterboxed (no augmentation)");
   cmd->add_option("--probe", o.probe_images, "images timed stage by stage on one thread");
+  register_bench_step(*bench);
 }
 
 }  // namespace kestrel::cli

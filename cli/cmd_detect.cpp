@@ -13,7 +13,7 @@ void register_detect(CLI::App& app) {
   });
   add_model_flags(cmd, o.weights, o.cfg, o.device);
   cmd->add_option("--source", o.source, "an image, a folder of images, or a *.txt list of images")->required();
-  add_inference_flags(cmd, o.detect.img_size, o.detect.conf_thres, o.detect.iou_thres, o.detect.max_det, o.detect.half);
+  add_inference_flags(cmd, o.detect.img_size, o.detect.conf_thres, o.detect.iou_thres, o.detect.max_det, o.half);
   cmd->add_flag("--save-txt", o.save_txt, "save results to labels/*.txt");
   cmd->add_flag("--save-conf", o.save_conf, "save confidences in --save-txt labels");
   cmd->add_flag("--nosave", o.nosave, "do not save annotated images");

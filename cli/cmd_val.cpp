@@ -15,7 +15,7 @@ void register_val(CLI::App& app) {
   });
   add_model_flags(cmd, o.weights, o.cfg, o.device);
   cmd->add_option("--data", o.data, "data.yaml")->required();
-  add_inference_flags(cmd, o.val.img_size, o.val.conf_thres, o.val.iou_thres, o.val.max_det, o.val.half);
+  add_inference_flags(cmd, o.val.img_size, o.val.conf_thres, o.val.iou_thres, o.val.max_det, o.half);
   cmd->add_option("--batch-size,--batch", o.val.batch_size, "batch size");
   cmd->add_option("--task", o.task, "val, train or test split")->check(CLI::IsMember({"val", "train", "test"}));
   cmd->add_option("--workers", o.val.workers, "loader threads");

@@ -14,7 +14,7 @@ void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, doubl
   cmd->add_option("--conf-thres", conf_thres, "confidence threshold");
   cmd->add_option("--iou-thres", iou_thres, "NMS IoU threshold");
   cmd->add_option("--max-det", max_det, "maximum detections per image");
-  cmd->add_flag("--half", half, "FP16 inference (CUDA)");
+  cmd->add_flag("--half", half, "half-precision inference: fp16 on CUDA, bf16 on a CPU");
 }
 
 // The train.py flags, shared by `train` and `profile` (which runs the same configuration briefly).
@@ -23,7 +23,12 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--cfg", o.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
   cmd->add_option("--data", o.data, "data.yaml (default: the built-in demo dataset)");
   cmd->add_option("--hyp", o.hyp, "hyperparameters yaml (default: hyp.scratch-low)");
-  cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch");
+  cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch, -1 = AutoBatch (measured)");
+  cmd->add_option("--nbs", o.nbs, "nominal batch: gradients of round(nbs/batch) batches per optimizer step");
+  cmd->add_option("--lr-scale", o.lr_scale, "scale lr0 when batch x accumulation passes --nbs: none, linear or sqrt")
+      ->check(CLI::IsMember({"none", "linear", "sqrt"}));
+  cmd->add_option("--amp", o.amp, "mixed precision: auto (measured), fp16 (CUDA), bf16 or off")
+      ->check(CLI::IsMember({"auto", "fp16", "bf16", "off"}));
   cmd->add_flag("--rect", o.rect, "rectangular training");
   cmd->add_option("--cache", o.cache,
                   "cache images: ram (when given alone), disk or none; default auto = ram when the images take "

@@ -170,7 +170,9 @@ std::vector<torch::Tensor> DetectImpl::forward(torch::ArrayRef<torch::Tensor> in
   std::vector<torch::Tensor> out;
   out.reserve(nl);
   for (int64_t i = 0; i < nl; ++i) {
-    torch::Tensor y = convs[i](inputs[i]);
+    // fp32 out, also under autocast: decoding and the loss need more than bf16's 8 mantissa bits
+    // (a 600 px coordinate would round to 4 px).
+    torch::Tensor y = convs[i](inputs[i]).to(torch::kFloat);
     const int64_t bs = y.size(0), ny = y.size(2), nx = y.size(3);
     out.push_back(y.view({bs, na, no, ny, nx}).permute({0, 1, 3, 4, 2}).contiguous());
   }

@@ -11,7 +11,9 @@ void to_json(nlohmann::json& j, const ResumePoint& p) {
        {"stopper", {{"best_epoch", p.stopper.best_epoch}, {"best_fitness", p.stopper.best_fitness},
                     {"possible_stop", p.stopper.possible_stop}}},
        {"val_metrics", p.val_metrics},
-       {"val_loss", p.val_loss}};
+       {"val_loss", p.val_loss},
+       {"loss_scale", p.loss_scale},
+       {"scale_growth_tracker", p.scale_growth_tracker}};
 }
 
 void from_json(const nlohmann::json& j, ResumePoint& p) {
@@ -25,6 +27,8 @@ void from_json(const nlohmann::json& j, ResumePoint& p) {
   s.at("possible_stop").get_to(p.stopper.possible_stop);
   j.at("val_metrics").get_to(p.val_metrics);
   j.at("val_loss").get_to(p.val_loss);
+  if (j.contains("loss_scale")) j.at("loss_scale").get_to(p.loss_scale);  // absent before mixed precision
+  if (j.contains("scale_growth_tracker")) j.at("scale_growth_tracker").get_to(p.scale_growth_tracker);
 }
 
 }  // namespace kestrel

@@ -13,7 +13,10 @@ struct TrainOptions {
   std::string data;             // data.yaml ("" = the built-in demo dataset)
   std::string hyp;              // hyp.yaml ("" = hyp.scratch-low defaults)
   int epochs = 100;
-  int batch_size = 16;
+  int batch_size = 16;          // -1 = AutoBatch (train/auto_batch.h); a run records the batch it chose
+  int nbs = 64;                 // nominal batch: accumulate round(nbs/batch) batches, weight decay to match
+  std::string lr_scale = "none";  // none | linear | sqrt: lr0 scaled when batch x accumulate passes nbs
+  std::string amp = "auto";     // auto | fp16 | bf16 | off (train/amp_choice.h); a run records its choice
   int img_size = 640;
   bool rect = false;
   std::string resume;           // "" = new run; a last.pt path, or "auto" for the most recent run

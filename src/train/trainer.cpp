@@ -122,29 +122,47 @@ void Trainer::train_step(int epoch, int i, const Batch* batch) {
   timeline_.mark(StepStage::h2d);
   if (opt_.multi_scale) imgs = multi_scale(imgs, opt_.img_size, gs_, opt_.seed, epoch, i);
 
-  const std::vector<torch::Tensor> pred = model_->forward(imgs);
+  std::vector<torch::Tensor> pred;
+  {
+    Autocast autocast(precision_, device_);  // the Detect head hands back fp32: the loss runs in fp32
+    pred = model_->forward(imgs);
+  }
   timeline_.mark(StepStage::forward);
   auto [loss, loss_items] = (*loss_)(pred, targets);
   timeline_.mark(StepStage::loss);
-  loss.backward();
+  scaler_.scale(loss).backward();
   grads_pending_ = true;
   timeline_.mark(StepStage::backward);
-  if (step.optimizer_step) optimizer_step();
+  if (step.optimizer_step) optimizer_step(epoch, i, batch);
   timeline_.mark(StepStage::optimizer);
 
-  mloss_ = (mloss_ * i + loss_items.to(torch::kCPU)) / (i + 1);
+  torch::Tensor items = loss_items.to(torch::kCPU);
+  if (!items.isfinite().all().item<bool>()) items = mloss_;  // a skipped step leaves the epoch's means alone
+  mloss_ = (mloss_ * i + items) / (i + 1);
   last_instances_ = targets.size(0);
   last_size_ = imgs.size(3);
 }
 
 // The gradients of one accumulation window are complete here: what acts on them (averaging across
 // processes, penalties on them) goes before the clip.
-void Trainer::optimizer_step() {
-  torch::nn::utils::clip_grad_norm_(model_->parameters(), 10.0);
-  optimizer_->step();
+void Trainer::optimizer_step(int epoch, int i, const Batch* batch) {
+  const bool stepped = scaler_.step(*optimizer_, model_->parameters(), 10.0);
   optimizer_->zero_grad();
   grads_pending_ = false;
-  ema_->update(*model_);
+  ema_->update(*model_);  // as train.py, also after a step the scaler skipped (the model is unchanged)
+  if (divergence_.record(stepped)) {
+    DivergenceReport r;
+    r.epoch = epoch, r.batch = i, r.step = static_cast<long long>(epoch) * nb_ + i;
+    r.consecutive = divergence_.consecutive();
+    r.precision = precision_name(precision_);
+    r.scaler = scaler_.enabled(), r.scale = scaler_.state().scale;
+    r.lr0 = hyp_.lr0, r.data = opt_.data;
+    r.labels_checked = batch != nullptr;
+    if (batch) r.label_notes = odd_label_notes(*batch, nc_), r.images = batch->paths;
+    throw std::runtime_error(divergence_message(r));
+  }
+  if (!stepped && !scaler_.enabled())
+    std::fprintf(stderr, "\nWARNING: inf/NaN gradients at epoch %d, batch %d: optimizer step skipped\n", epoch, i);
 }
 
 void Trainer::validate(int epoch, bool final_epoch) {
@@ -209,6 +227,8 @@ ResumePoint Trainer::resume_point(int epoch, int batch) const {
   p.stopper = stopper_.state();
   p.val_metrics = {last_val_.metrics.mp, last_val_.metrics.mr, last_val_.metrics.map50, last_val_.metrics.map};
   p.val_loss = last_val_.loss;
+  p.loss_scale = scaler_.state().scale;
+  p.scale_growth_tracker = scaler_.state().growth_tracker;
   return p;
 }
 

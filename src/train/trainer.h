@@ -23,7 +23,11 @@
 #include "profile/verdict.h"
 #include "report/results_csv.h"
 #include "report/run_dir.h"
+#include "model/precision.h"
 #include "train/background_writer.h"
+#include "train/batch_plan.h"
+#include "train/divergence.h"
+#include "train/grad_scaler.h"
 #include "model/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/ema.h"
@@ -59,6 +63,7 @@ class Trainer {
   void setup_run();             // --resume options, demo data, threads, seed, run folder, opt.json, hyp
   void prepare_data();          // data.yaml, class names, indexes, scan
   void prepare_model();         // build or transfer, class names, freeze, summary, image size vs stride
+  void prepare_batch();         // --amp (measured when auto), --batch-size -1 (AutoBatch), nominal batch, LR
   void prepare_loaders();       // cache choice, the train loader, --workers auto, the validator
   void prepare_optimization();  // validator, schedule, optimizer, EMA, loss, early stopping, checkpoint meta
   void restore();               // --resume: tensors, gradients and the resume point from the checkpoint
@@ -66,7 +71,8 @@ class Trainer {
   // ---- the loop (trainer.cpp)
   void train_epoch(int epoch);  // from point_.batch to the epoch's end, or to a Ctrl-C
   void train_step(int epoch, int i, const Batch* batch);
-  void optimizer_step();        // clip, step, zero grads, EMA: after each accumulation window
+  // Unscale, clip, step (skipped on inf/NaN), zero grads, EMA: after each accumulation window.
+  void optimizer_step(int epoch, int i, const Batch* batch);
   void validate(int epoch, bool final_epoch);
   void end_epoch(int epoch);    // validation, results.csv, checkpoints, the epoch line
   ResumePoint resume_point(int epoch, int batch) const;
@@ -88,6 +94,11 @@ class Trainer {
   CacheMode cache_ = CacheMode::none;
   std::unique_ptr<Loader> loader_;
   int nb_ = 0;  // batches per epoch
+
+  Precision precision_ = Precision::fp32;  // forward passes under autocast unless fp32
+  BatchPlan plan_;
+  GradScaler scaler_;                      // enabled for fp16
+  DivergenceWatch divergence_;             // stops the run on a streak of non-finite steps
 
   BuiltModel built_;
   DetectionModel model_{nullptr};

@@ -12,6 +12,8 @@
 #include "data/loader/worker_tuning.h"
 #include "model/model_info.h"
 #include "report/progress_callback.h"
+#include "train/amp_choice.h"
+#include "train/auto_batch.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
 #include "val/batch_tensors.h"
@@ -62,6 +64,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
   setup_run();
   prepare_data();
   prepare_model();
+  prepare_batch();
   prepare_loaders();
   prepare_optimization();
   restore();
@@ -97,7 +100,6 @@ void Trainer::setup_run() {
     run_.save_dir = fs::path(run_.weights_dir).parent_path().string();
   }
   fs::create_directories(run_.weights_dir);
-  std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";
   hyp_ = opt_.hyp.empty() ? Hyp{} : load_hyp(opt_.hyp);
   if (opt_.label_smoothing > 0) hyp_.label_smoothing = opt_.label_smoothing;
 }
@@ -158,6 +160,31 @@ void Trainer::prepare_model() {
   }
 }
 
+void Trainer::prepare_batch() {
+  if (opt_.batch_size == 0 || opt_.batch_size < -1)
+    throw std::runtime_error("--batch-size " + std::to_string(opt_.batch_size) + ": give a positive batch, or -1 for AutoBatch");
+  StepBenchOptions shape;
+  shape.img_size = opt_.img_size;
+  shape.batch_size = opt_.batch_size > 0 ? opt_.batch_size : 16;
+  shape.device = device_;
+  shape.hyp = hyp_;
+  const AmpChoice amp = choose_amp(opt_.amp, *model_, shape);
+  precision_ = shape.precision = amp.precision;
+  opt_.amp = precision_ == Precision::fp32 ? "off" : precision_name(precision_);  // what --resume repeats
+  std::cout << amp.why << "\n";
+  if (opt_.batch_size < 0) {
+    const AutoBatchChoice choice = auto_batch(*model_, shape, static_cast<int>(train_index_.records.size()),
+                                              static_cast<double>(mem_available_bytes()));
+    std::cout << choice.why << "\n";
+    opt_.batch_size = choice.batch;
+  }
+  plan_ = make_batch_plan(hyp_, opt_.batch_size, opt_.nbs, parse_lr_scale(opt_.lr_scale));
+  hyp_.lr0 = plan_.lr0;
+  std::cout << "Batch: " << plan_.line() << "\n";
+  scaler_ = GradScaler(precision_ == Precision::fp16);
+  divergence_ = DivergenceWatch(scaler_.enabled());
+}
+
 void Trainer::prepare_loaders() {
   cache_ = choose_cache(opt_.cache, train_index_, val_index_, opt_.img_size);
   LoaderOptions lo;
@@ -186,11 +213,12 @@ void Trainer::prepare_loaders() {
   val_options_.single_cls = opt_.single_cls;
   val_options_.progress = opt_.progress;
   val_options_.cache = cache_;
+  val_options_.precision = precision_;  // as train.py validates with half=amp
   validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);
 }
 
 void Trainer::prepare_optimization() {
-  schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr);
+  schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr, opt_.nbs);
   optimizer_ = smart_optimizer(*model_, parse_optimizer_kind(opt_.optimizer), hyp_.lr0, hyp_.momentum, schedule_->weight_decay());
   ema_ = std::make_unique<ModelEMA>(model_->copy(), *model_);
   loss_ = std::make_unique<YoloLoss>(
@@ -202,6 +230,7 @@ void Trainer::prepare_optimization() {
   meta_.nc = nc_;
   meta_.names = names_;
   meta_.train_options = opt_;
+  std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";  // --amp, --batch resolved
 }
 
 void Trainer::restore() {
@@ -215,6 +244,7 @@ void Trainer::restore() {
   } else {
     point_ = meta.resume_point.get<ResumePoint>();
     schedule_->set_last_optimizer_step(point_.last_opt_step);
+    scaler_.restore({point_.loss_scale, point_.scale_growth_tracker});
     stopper_.restore(point_.stopper);
     last_val_.metrics.mp = point_.val_metrics[0], last_val_.metrics.mr = point_.val_metrics[1];
     last_val_.metrics.map50 = point_.val_metrics[2], last_val_.metrics.map = point_.val_metrics[3];

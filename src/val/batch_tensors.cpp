@@ -11,14 +11,14 @@ torch::Device parse_device(const std::string& device) {
   return torch::Device(s);
 }
 
-torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half) {
+torch::Tensor batch_images(const Batch& batch, const torch::Device& device) {
   // from_blob does not copy; the first .to() below makes the copy, so the loader may reuse its
   // buffer as soon as this returns.
   torch::Tensor u8 = torch::from_blob(const_cast<uint8_t*>(batch.pixels.data()), {batch.n, 3, batch.h, batch.w}, torch::kUInt8);
   if (device.is_cuda()) u8 = u8.to(device, /*non_blocking=*/false);
   // Channels-last: the layout the model's weights use (set_memory_format), several times faster
   // for CPU convolutions than NCHW. One pass converts type and layout, one scales.
-  torch::Tensor x = torch::empty(u8.sizes(), u8.options().dtype(half ? torch::kHalf : torch::kFloat32)
+  torch::Tensor x = torch::empty(u8.sizes(), u8.options().dtype(torch::kFloat32)
                                                    .memory_format(torch::MemoryFormat::ChannelsLast));
   x.copy_(u8);
   return x.div_(255.0f);

@@ -13,8 +13,8 @@ namespace kestrel {
 // and not available.
 torch::Device parse_device(const std::string& device);
 
-// [n,3,h,w] float (or half) in 0..1 on `device`, channels-last (models run with channels-last weights).
-torch::Tensor batch_images(const Batch& batch, const torch::Device& device, bool half = false);
+// [n,3,h,w] float in 0..1 on `device`, channels-last (models run with channels-last weights).
+torch::Tensor batch_images(const Batch& batch, const torch::Device& device);
 // [labels,6] float32 (image index, class, x, y, w, h normalized) on `device`.
 torch::Tensor batch_targets(const Batch& batch, const torch::Device& device);
 

@@ -50,12 +50,16 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
     rgb_planes.emplace_back(boxed.rows, boxed.cols, CV_8UC1, batch.pixels.data() + static_cast<size_t>(c) * boxed.rows * boxed.cols);
   const int bgr_to_rgb[] = {2, 0, 1, 1, 0, 2};
   cv::mixChannels(std::vector<cv::Mat>{boxed}, rgb_planes, bgr_to_rgb, 3);
-  const torch::Tensor input = batch_images(batch, device, options.half);
+  const torch::Tensor input = batch_images(batch, device);
   out.ms_pre = ms_since(t0);
 
   torch::NoGradGuard no_grad;
   t0 = std::chrono::steady_clock::now();
-  const torch::Tensor decoded = model.decode(model.forward(input));
+  torch::Tensor decoded;
+  {
+    Autocast autocast(options.precision, device);
+    decoded = model.decode(model.forward(input));
+  }
   out.ms_inference = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();

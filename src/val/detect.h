@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/detection_model.h"
+#include "model/precision.h"
 
 namespace kestrel {
 
@@ -19,7 +20,7 @@ struct DetectOptions {
   int max_det = 1000;
   std::vector<int> classes;  // keep only these classes; empty keeps all
   bool agnostic = false;     // class-agnostic NMS
-  bool half = false;         // fp16 inference (CUDA)
+  Precision precision = Precision::fp32;  // forward under autocast unless fp32
 };
 
 struct Detections {

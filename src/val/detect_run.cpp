@@ -22,9 +22,10 @@ DetectRunSummary run_detect(const DetectRunOptions& o) {
   const std::vector<std::string> files = list_image_files({o.source});
   torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
   const torch::Device dev = parse_device(o.device);
-  if (o.detect.half && !dev.is_cuda()) throw std::runtime_error("--half needs a CUDA --device");
   DetectionModel model = load_inference_model(o.weights, o.cfg, dev);
-  if (o.detect.half) model->to(torch::kHalf);
+  DetectOptions options = o.detect;
+  options.precision = inference_precision(o.half, dev);
+  if (o.half) std::cout << "--half: " << precision_name(options.precision) << " autocast inference\n";
   const std::vector<std::string>& names = model->names();
 
   DetectRunSummary s;
@@ -41,7 +42,7 @@ DetectRunSummary run_detect(const DetectRunOptions& o) {
       ++s.skipped;
       continue;
     }
-    const Detections d = detect_image(*model, image, o.detect, dev);
+    const Detections d = detect_image(*model, image, options, dev);
     pre += d.ms_pre, inf += d.ms_inference, nms += d.ms_nms, ++s.images;
     std::printf("image %zu/%zu %s: %dx%d %s%.1fms\n", i + 1, files.size(), path.c_str(), d.input_h, d.input_w,
                 summarize_detections(d.boxes, names).c_str(), d.ms_inference);

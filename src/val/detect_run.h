@@ -13,6 +13,7 @@ struct DetectRunOptions {
   std::string project = "runs/detect", name = "exp";
   bool exist_ok = false;
   DetectOptions detect;
+  bool half = false;  // --half: detect.precision from inference_precision
   bool save_txt = false, save_conf = false, nosave = false, hide_labels = false, hide_conf = false;
   int line_thickness = 3;
 };

@@ -25,7 +25,10 @@ ValResult run_val(const ValRunOptions& o) {
   if (!o.val.single_cls && model->nc() != dc.nc)
     throw std::runtime_error(o.weights + " (" + std::to_string(model->nc()) + " classes) was trained on other data than " +
                              o.data + " (" + std::to_string(dc.nc) + " classes): pass --weights and --data that were trained together");
-  Validator validator(index.records, model->names(), o.val);
+  ValOptions vo = o.val;
+  vo.precision = inference_precision(o.half, dev);
+  if (o.half) std::cout << "--half: " << precision_name(vo.precision) << " autocast inference\n";
+  Validator validator(index.records, model->names(), vo);
   const ValResult r = validator.run(*model, dev);
   std::cout << format_val_table(r.metrics, model->names(), o.verbose || model->nc() < 50)
             << format_val_speed(r, o.val.img_size, o.val.batch_size) << "\n";

@@ -11,6 +11,7 @@ namespace kestrel {
 struct ValRunOptions {
   std::string weights, cfg, data, task = "val", device = "cpu";
   ValOptions val;
+  bool half = false;     // --half: val.precision from inference_precision
   bool verbose = false;  // per-class rows also for 50 classes or more
 };
 

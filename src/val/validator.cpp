@@ -54,12 +54,16 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
   size_t nbatches = 0;
   while (const Batch* batch = loader_.next()) {
     auto t0 = std::chrono::steady_clock::now();
-    const torch::Tensor images = batch_images(*batch, device, options_.half);
+    const torch::Tensor images = batch_images(*batch, device);
     const torch::Tensor targets = batch_targets(*batch, device);
     t_pre += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
-    const std::vector<torch::Tensor> raw = model.forward(images);
+    std::vector<torch::Tensor> raw;
+    {
+      Autocast autocast(options_.precision, device);
+      raw = model.forward(images);  // fp32 out of the Detect head, whatever the precision
+    }
     torch::Tensor decoded = model.decode(raw);
     if (loss) loss_sum += loss(raw, targets).to(torch::kCPU);
     t_inf += seconds_since(t0);

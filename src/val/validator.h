@@ -14,6 +14,7 @@
 #include "data/loader/loader.h"
 #include "eval/metrics.h"
 #include "model/detection_model.h"
+#include "model/precision.h"
 
 namespace kestrel {
 
@@ -24,7 +25,7 @@ struct ValOptions {
   double conf_thres = 0.001, iou_thres = 0.6;
   int max_det = 300;
   bool single_cls = false;
-  bool half = false;            // fp16 inference (CUDA only)
+  Precision precision = Precision::fp32;  // forward under autocast unless fp32 (model/precision.h)
   bool progress = true;         // progress bar while validating
   CacheMode cache = CacheMode::none;
 };

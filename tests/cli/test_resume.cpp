@@ -29,7 +29,7 @@ class Resume : public ::testing::Test {
 
   CommandResult train(const std::string& name, std::vector<std::string> extra,
                       const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT) {
-    std::vector<std::string> args = {"train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4",
+    std::vector<std::string> args = {"train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4", "--amp", amp_,
                                      "--epochs", std::to_string(kEpochs), "--workers", "1", "--no-progress", "--noplots",
                                      "--project", root_ + "/runs", "--name", name, "--exist-ok"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -46,6 +46,13 @@ class Resume : public ::testing::Test {
   }
 
   std::string root_, data_, reference_;
+  std::string amp_ = "off";  // pinned: --amp auto measures, and two runs could choose differently
+};
+
+// The same run under bf16 autocast: what the resume restores must not depend on the precision.
+class ResumeBf16 : public Resume {
+ protected:
+  ResumeBf16() { amp_ = "bf16"; }
 };
 
 // The line --save-minutes prints when it checkpoints after batch `batch` of `epoch`.
@@ -86,6 +93,16 @@ TEST_F(Resume, SigkillBetweenSaveMinutesCheckpoints) {
   const CommandResult resumed = resume("sigkill");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(results("sigkill"), reference_);
+}
+
+TEST_F(ResumeBf16, CtrlCMidEpoch) {
+  const CommandResult stopped = train("bf16_step", {"--save-minutes", "0.0001"}, after_batch(1, 2));
+  ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+  EXPECT_TRUE(stopped.has("--amp bf16: bf16 mixed precision")) << stopped.output;
+  const CommandResult resumed = resume("bf16_step");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(resumed.has("--amp bf16")) << resumed.output;  // the recorded precision, not a new choice
+  EXPECT_EQ(results("bf16_step"), reference_);
 }
 
 TEST_F(Resume, FinishedRunHasNothingToResume) {

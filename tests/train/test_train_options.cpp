@@ -16,6 +16,7 @@ TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
   o.exist_ok = true, o.cos_lr = true, o.label_smoothing = 0.1, o.patience = 4, o.freeze = {1, 2, 5};
   o.save_period = 2, o.save_minutes = 2.5, o.seed = 11, o.close_mosaic = 3, o.val_period = 2;
   o.progress = false, o.max_steps = 13, o.scan = false, o.resident_batch = true;
+  o.nbs = 32, o.lr_scale = "sqrt", o.amp = "bf16";
   const nlohmann::json j = o;
   const TrainOptions back = j.get<TrainOptions>();
   EXPECT_EQ(nlohmann::json(back), j);
@@ -32,6 +33,11 @@ TEST(TrainOptions, MissingFieldsKeepDefaults) {
   EXPECT_EQ(o.epochs, 3);
   EXPECT_EQ(o.batch_size, TrainOptions{}.batch_size);
   EXPECT_EQ(o.save_minutes, 0.0);
+  EXPECT_EQ(o.nbs, 64);
+  // A run recorded before mixed precision existed trained in fp32: its --resume must not measure.
+  EXPECT_EQ(o.amp, "off");
+  const nlohmann::json recorded = {{"amp", "bf16"}};
+  EXPECT_EQ(recorded.get<TrainOptions>().amp, "bf16");
 }
 
 }  // namespace

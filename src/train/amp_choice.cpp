@@ -1,0 +1,60 @@
+// The run's precision (see amp_choice.h).
+#include "train/amp_choice.h"
+
+#include <cstdio>
+
+namespace kestrel {
+
+bool amp_predictions_agree(const DetectionModelImpl& source, Precision p, const torch::Device& device, int img_size) {
+  const std::shared_ptr<DetectionModelImpl> model = source.copy();
+  model->to(device);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const torch::Tensor image = torch::rand({1, 3, img_size, img_size}).contiguous(torch::MemoryFormat::ChannelsLast).to(device);
+  auto predict = [&](Precision q) {
+    Autocast autocast(q, device);
+    torch::Tensor d = model->decode(model->forward(image)).to(torch::kFloat)[0];
+    d.slice(1, 0, 4).div_(img_size);
+    return d;
+  };
+  const torch::Tensor a = predict(Precision::fp32), b = predict(p);
+  const torch::Tensor top = std::get<1>(a.select(1, 4).topk(std::min<int64_t>(100, a.size(0))));
+  return torch::allclose(a.index_select(0, top), b.index_select(0, top), /*rtol=*/0, /*atol=*/0.1);
+}
+
+AmpChoice choose_amp(const std::string& flag, const DetectionModelImpl& model, const StepBenchOptions& shape) {
+  AmpChoice c;
+  if (flag != "auto") {
+    c.precision = parse_precision(flag);
+    check_precision_supported(c.precision, shape.device);
+    c.why = "--amp " + flag + ": " + precision_name(c.precision) + (c.precision == Precision::fp32 ? "" : " mixed precision");
+    return c;
+  }
+  if (shape.device.is_cuda()) {
+    const bool ok = amp_predictions_agree(model, Precision::fp16, shape.device, shape.img_size);
+    c.precision = ok ? Precision::fp16 : Precision::fp32;
+    c.why = ok ? "--amp auto: fp16 checks passed (fp32 and fp16 predictions agree)"
+               : "--amp auto: fp16 predictions differ from fp32 on this model; training in fp32";
+    return c;
+  }
+  if (!cpu_has_bf16()) {
+    c.why = "--amp auto: fp32 (this CPU has no bf16 instructions: avx512_bf16 or amx_bf16)";
+    return c;
+  }
+  StepBenchOptions o = shape;
+  o.warmup = 1, o.steps = 2, o.optimizer = false;
+  o.precision = Precision::fp32;
+  const StepTimes fp32 = measure_steps(model, o);
+  o.precision = Precision::bf16;
+  const StepTimes bf16 = measure_steps(model, o);
+  c.precision = bf16.step_ms() < fp32.step_ms() ? Precision::bf16 : Precision::fp32;
+  char line[240];
+  std::snprintf(line, sizeof line, "--amp auto: forward+backward at batch %d, %d px: fp32 %.0f ms, bf16 %.0f ms -> %s",
+                shape.batch_size, shape.img_size, fp32.step_ms(), bf16.step_ms(),
+                c.precision == Precision::bf16 ? "bf16 mixed precision" : "fp32 (bf16 is not faster here)");
+  c.why = line;
+  return c;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,43 @@
+// --batch-size -1: AutoBatch. On a CPU, training steps are timed at doubling batch sizes and the
+// batch with the best images/s whose measured peak memory stays within 60% of the memory available
+// (the share YOLOv5 aims at on a GPU) is chosen; the probe stops early once memory would pass the
+// limit or throughput has fallen twice in a row. The curve is printed with the choice.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/detection_model.h"
+#include "train/step_bench.h"
+
+namespace kestrel {
+
+struct BatchProbe {
+  int batch = 0;
+  double images_per_s = 0;
+  double peak_bytes = 0;
+};
+
+struct AutoBatchChoice {
+  int batch = 16;
+  std::vector<BatchProbe> curve;
+  double memory_limit = 0;  // bytes
+  std::string why;          // the curve and the choice, one line
+};
+
+constexpr double kAutoBatchMemoryShare = 0.6;
+
+// The choice from a measured curve: the best images/s among probes within the memory limit
+// (the smallest probe when none fits). Pure, for tests.
+int pick_batch(const std::vector<BatchProbe>& curve, double memory_limit);
+
+// Whether probing should go on after `curve` (doubling the last batch): not past max_batch, not
+// when the next batch's memory, extrapolated linearly from the last two probes, passes the limit,
+// not after two probes in a row slower than the best.
+bool probe_next_batch(const std::vector<BatchProbe>& curve, double memory_limit, int max_batch);
+
+// Measures the curve on the model at the run's image size, precision and device (shape.batch_size is
+// ignored) from batch 2 up to max_batch (the training set's size), within memory_available bytes.
+AutoBatchChoice auto_batch(const DetectionModelImpl& model, const StepBenchOptions& shape, int max_batch,
+                           double memory_available);
+
+}  // namespace kestrel

@@ -1,0 +1,128 @@
+// Synthetic training steps, timed by stage (see step_bench.h).
+#include "train/step_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <torch/cuda.h>
+
+#include "model/model_info.h"
+#include "model/weights.h"
+#include "train/loss.h"
+#include "train/optimizer.h"
+#include "val/batch_tensors.h"
+
+namespace kestrel {
+
+namespace {
+
+// VmHWM of this process in bytes, after resetting it when `reset` (Linux: "5" > /proc/self/clear_refs).
+double peak_rss_bytes(bool reset) {
+  if (reset) std::ofstream("/proc/self/clear_refs") << "5";
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  double kb = 0;
+  while (in >> key)
+    if (key == "VmHWM:") return (in >> kb) ? kb * 1024 : 0;
+  return 0;
+}
+
+// A batch as the loader would give it (pixels in 0..1, channels-last) with four boxes per image.
+std::pair<torch::Tensor, torch::Tensor> synthetic_batch(const StepBenchOptions& o, int nc) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::rand({o.batch_size, 3, o.img_size, o.img_size})
+                                   .contiguous(torch::MemoryFormat::ChannelsLast).to(o.device);
+  const int64_t n = 4 * o.batch_size;
+  torch::Tensor t = torch::empty({n, 6});
+  t.select(1, 0).copy_(torch::arange(n) / 4);
+  t.select(1, 1).copy_(torch::randint(nc, {n}));
+  t.slice(1, 2, 4).uniform_(0.2, 0.8);
+  t.slice(1, 4, 6).uniform_(0.05, 0.3);
+  return {images, t.to(o.device)};
+}
+
+struct Clock {
+  torch::Device device;
+  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
+  double lap_ms() {  // since the previous lap, the device's queue drained first
+    if (device.is_cuda()) torch::cuda::synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+    return ms;
+  }
+};
+
+}  // namespace
+
+StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions& o) {
+  check_precision_supported(o.precision, o.device);
+  const std::shared_ptr<DetectionModelImpl> model = source.copy();
+  model->to(o.device);
+  model->set_memory_format(torch::MemoryFormat::ChannelsLast);  // as the trainer runs it
+  model->train();
+  auto optimizer = smart_optimizer(*model, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
+  YoloLoss loss(loss_config_from_hyp(o.hyp, static_cast<int>(model->nc()), static_cast<int>(model->nl()), o.img_size,
+                                     model->anchors().to(o.device)));
+  const auto [images, targets] = synthetic_batch(o, static_cast<int>(model->nc()));
+  StepTimes sum;
+  const bool on_cpu = !o.device.is_cuda();
+  double rss_before = 0;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const bool timed = s >= o.warmup;
+    if (s == o.warmup && on_cpu) rss_before = peak_rss_bytes(/*reset=*/true);
+    Clock clock{o.device};
+    std::vector<torch::Tensor> pred;
+    {
+      Autocast autocast(o.precision, o.device);
+      pred = model->forward(images);
+    }
+    const double fwd = clock.lap_ms();
+    torch::Tensor l = loss(pred, targets).first;
+    const double ls = clock.lap_ms();
+    l.backward();
+    const double bwd = clock.lap_ms();
+    if (o.optimizer) optimizer->step();
+    optimizer->zero_grad();
+    const double opt = clock.lap_ms();
+    if (timed) sum.forward_ms += fwd, sum.loss_ms += ls, sum.backward_ms += bwd, sum.optimizer_ms += opt;
+  }
+  StepTimes t;
+  t.forward_ms = sum.forward_ms / o.steps, t.loss_ms = sum.loss_ms / o.steps;
+  t.backward_ms = sum.backward_ms / o.steps, t.optimizer_ms = sum.optimizer_ms / o.steps;
+  t.images_per_s = 1000.0 * o.batch_size / t.step_ms();
+  t.peak_bytes = on_cpu ? std::max(0.0, peak_rss_bytes(false) - rss_before) : 0;
+  return t;
+}
+
+void run_step_bench(const StepBenchRun& run) {
+  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  StepBenchOptions o = run.shape;
+  o.device = parse_device(run.device);
+  const BuiltModel built = build_model(run.cfg, run.weights, run.nc);
+  std::cout << model_summary(*built.model, o.img_size).line() << "\n"
+            << "batch " << o.batch_size << ", " << o.img_size << " px, " << torch::get_num_threads() << " threads, "
+            << o.warmup << " warm-up + " << o.steps << " timed steps each\n";
+  double first_ms = 0;
+  for (const std::string& name : run.precisions) {
+    o.precision = parse_precision(name);
+    const StepTimes t = measure_steps(*built.model, o);
+    if (first_ms == 0) first_ms = t.step_ms();
+    char speedup[48];
+    std::snprintf(speedup, sizeof speedup, ", %.2fx", first_ms / t.step_ms());
+    std::cout << format_step_times(precision_name(o.precision), t) << speedup << std::endl;
+  }
+}
+
+std::string format_step_times(const std::string& label, const StepTimes& t) {
+  char line[200];
+  std::snprintf(line, sizeof line, "%s: %.1f ms/step (forward %.1f, loss %.1f, backward %.1f, optimizer %.1f), %.1f img/s",
+                label.c_str(), t.step_ms(), t.forward_ms, t.loss_ms, t.backward_ms, t.optimizer_ms, t.images_per_s);
+  return line;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,51 @@
+// Times training steps of a model on synthetic batches: forward, loss, backward and optimizer step
+// in ms, images/s, and the peak memory the step took. One measurement serves `kestrel bench step`
+// (fp32 / bf16 / fp16 side by side), --amp auto (is bf16 faster here, at this shape?) and AutoBatch
+// (which batch gives the best images/s within memory). It works on a copy of the model, so the
+// model's weights and BatchNorm statistics are untouched.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "core/hyp.h"
+#include "model/detection_model.h"
+#include "model/precision.h"
+
+namespace kestrel {
+
+struct StepBenchOptions {
+  int img_size = 640;
+  int batch_size = 16;
+  Precision precision = Precision::fp32;
+  int warmup = 1;          // untimed steps first (allocator, oneDNN primitive caches)
+  int steps = 3;           // timed steps; the figures are their means
+  bool optimizer = true;   // include the SGD step (AutoBatch and --amp auto time forward+backward)
+  torch::Device device = torch::kCPU;
+  Hyp hyp;
+};
+
+struct StepTimes {
+  double forward_ms = 0, loss_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double step_ms() const { return forward_ms + loss_ms + backward_ms + optimizer_ms; }
+  double images_per_s = 0;
+  double peak_bytes = 0;  // CPU: resident memory the timed steps added at their peak (VmHWM); 0 on CUDA
+};
+
+StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions& options);
+
+// `kestrel bench step`: the model (cfg and/or weights, nc classes) timed at each precision in one
+// run, a line each with the speed-up over the first.
+struct StepBenchRun {
+  std::string cfg = "yolov5n.yaml", weights, device = "cpu";
+  int nc = 80;
+  std::vector<std::string> precisions = {"fp32", "bf16"};
+  StepBenchOptions shape;
+};
+void run_step_bench(const StepBenchRun& run);
+
+// "fp32: 2998.1 ms/step (fwd 1010.2, loss 20.3, bwd 1890.0, opt 77.6), 5.3 img/s"
+std::string format_step_times(const std::string& label, const StepTimes& t);
+
+}  // namespace kestrel
