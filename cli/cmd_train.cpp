@@ -28,6 +28,8 @@ void register_train(CLI::App& app) {
                   "also write last.pt every N minutes mid-epoch, in the background (a crash loses minutes, not the epoch)");
   cmd->add_option("--close-mosaic", o.close_mosaic, "turn mosaic off for the last N epochs");
   cmd->add_option("--val-period", o.val_period, "validate every N epochs (the last one always)");
+  cmd->add_option("--sparsity", o.sparsity, "BN-sparsity training: S x sign(gamma) on BatchNorm scales (e.g. 1e-4), for kestrel prune");
+  cmd->add_flag("--sparsity-decay", o.sparsity_decay, "lower --sparsity linearly to a tenth over the run");
   auto* close_mosaic = cmd->get_option("--close-mosaic");
   // Demo defaults, applied only to flags not given: 60 epochs at 256 px, the last 10 without mosaic,
   // reached mAP@0.5 0.79 on the demo's val split in 8 minutes on 2 CPU cores (50 epochs: 0.53 in 6).

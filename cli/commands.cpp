@@ -25,6 +25,7 @@ void register_all(CLI::App& app) {
   register_profile(app);
   register_scan(app);
   register_pack(app);
+  register_prune(app);
 }
 
 int run_selected(CLI::App& app) {

@@ -19,5 +19,6 @@ void register_bench(CLI::App& app);
 void register_profile(CLI::App& app);
 void register_scan(CLI::App& app);
 void register_pack(CLI::App& app);
+void register_prune(CLI::App& app);
 
 }  // namespace kestrel::cli

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "commands.h"
+#include "core/heap_reuse.h"
 
 // LibTorch's OpenMP threads spin while waiting, stealing the cores the loader threads need. The
 // policy is read when libgomp loads, before main, so set it and re-execute once.
@@ -31,6 +32,7 @@ static std::string user_message(std::string what) {
 
 int main(int argc, char** argv) {
   ensure_passive_openmp(argv);
+  if (!std::getenv("KESTREL_NO_HEAP_REUSE")) kestrel::keep_freed_memory();  // before the first tensor
   CLI::App app{"Kestrel: fast YOLO training in C++. Run `kestrel <command> --help` for a command's flags."};
   app.require_subcommand(1);
   kestrel::cli::register_all(app);

@@ -34,6 +34,7 @@ nlohmann::json meta_to_json(const CheckpointMeta& m) {
           {"ema_updates", m.ema_updates},
           {"model_yaml", m.model_yaml},
           {"model_name", m.model_name},
+          {"pruned_shapes", m.pruned_shapes},
           {"nc", m.nc > 0 ? m.nc : static_cast<int>(m.names.size())},
           {"names", m.names},
           {"train_options", m.train_options},
@@ -51,6 +52,7 @@ CheckpointMeta meta_from_json(const nlohmann::json& j) {
   m.ema_updates = j.at("ema_updates").get<int64_t>();
   m.model_yaml = j.at("model_yaml").get<std::string>();
   m.model_name = j.value("model_name", "");
+  if (j.contains("pruned_shapes")) j.at("pruned_shapes").get_to(m.pruned_shapes);
   m.names = j.at("names").get<std::vector<std::string>>();
   m.nc = j.value("nc", static_cast<int>(m.names.size()));  // files before the field: one name per class
   m.train_options = j.at("train_options");

@@ -19,6 +19,7 @@ struct CheckpointMeta {
   int64_t ema_updates = 0;
   std::string model_yaml;      // the model config text, so the file rebuilds its own model
   std::string model_name;      // the yaml's file name (yolov5n.yaml), for the model summary
+  std::map<std::string, std::vector<int64_t>> pruned_shapes;  // ModelConfig::pruned_shapes of the model
   int nc = 0;                  // the model's class count (the data's, whatever the yaml text says)
   std::vector<std::string> names;  // nc class names
   nlohmann::json train_options = nlohmann::json::object();  // the run's options, for --resume

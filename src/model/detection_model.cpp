@@ -22,6 +22,7 @@ DetectionModelImpl::DetectionModelImpl(const ModelConfig& cfg, std::optional<int
                                        int64_t ch)
     : cfg_(cfg), spec_(resolve_model(cfg, nc, ch)) {
   build();
+  apply_pruned_shapes();
   {
     // Strides from a dummy forward, in training mode like YOLOv5 (BatchNorm momentum is still
     // the default 0.1 here, so running_var becomes 0.9 and num_batches_tracked 1).
@@ -39,6 +40,7 @@ DetectionModelImpl::DetectionModelImpl(const ModelConfig& cfg, std::optional<int
 DetectionModelImpl::DetectionModelImpl(Unbuilt, const DetectionModelImpl& like)
     : cfg_(like.cfg_), spec_(like.spec_) {
   build();
+  apply_pruned_shapes();
   detect_->set_strides(like.stride());
   configure_batchnorm();
 }
@@ -55,6 +57,33 @@ void DetectionModelImpl::build() {
   keep_.assign(count, false);
   for (int64_t s : spec_.save) keep_[s] = true;
   for (int64_t c = 0; c < spec_.nc; ++c) names_.push_back(std::to_string(c));
+}
+
+// Cuts the tensors a pruning cut to their recorded shapes, keeping the leading part of each freshly
+// initialised tensor (ones, zeros or random draws as the layer made them). A Detect convolution
+// keeps its own output count: a pruned model fine-tuned on data of another class count has other
+// outputs, the pruned inputs all the same.
+void DetectionModelImpl::apply_pruned_shapes() {
+  if (cfg_.pruned_shapes.empty()) return;
+  const std::string detect_prefix = "model." + std::to_string(layers_.size()) + ".";
+  torch::NoGradGuard no_grad;
+  auto cut = [&](const std::string& name, torch::Tensor& t) {
+    const auto it = cfg_.pruned_shapes.find(name);
+    if (it == cfg_.pruned_shapes.end()) return;
+    std::vector<int64_t> shape = it->second;
+    if (shape.size() != static_cast<size_t>(t.dim()))
+      throw std::runtime_error("pruned shape of " + name + " has " + std::to_string(shape.size()) + " dimensions, the layer " +
+                               std::to_string(t.dim()));
+    if (name.rfind(detect_prefix, 0) == 0) shape[0] = t.size(0);
+    torch::Tensor v = t;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (shape[d] > t.size(d)) throw std::runtime_error("pruned shape of " + name + " is larger than the layer");
+      v = v.narrow(d, 0, shape[d]);
+    }
+    t.set_data(v.clone());
+  };
+  for (auto& p : named_parameters()) cut(p.key(), p.value());
+  for (auto& b : named_buffers()) cut(b.key(), b.value());
 }
 
 // initialize_weights(): every BatchNorm gets eps 1e-3 and momentum 0.03.

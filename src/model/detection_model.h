@@ -64,6 +64,10 @@ class DetectionModelImpl : public torch::nn::Module {
   // the same).
   void set_memory_format(torch::MemoryFormat format);
 
+  // Records the shapes a pruning gave the tensors (ModelConfig::pruned_shapes), so copies and
+  // checkpoints rebuild the pruned architecture.
+  void set_pruned_shapes(std::map<std::string, std::vector<int64_t>> shapes) { cfg_.pruned_shapes = std::move(shapes); }
+
   // BaseModel.fuse(): folds each Conv's BatchNorm into its convolution (for inference).
   void fuse();
   bool fused() const { return fused_; }
@@ -83,6 +87,7 @@ class DetectionModelImpl : public torch::nn::Module {
   DetectionModelImpl(Unbuilt, const DetectionModelImpl& like);
   void build();
   void configure_batchnorm();
+  void apply_pruned_shapes();
 
   ModelConfig cfg_;
   ModelSpec spec_;

@@ -44,7 +44,8 @@ void ConvImpl::fuse() {
   if (fused()) return;
   torch::NoGradGuard no_grad;
   const auto& o = conv->options;
-  torch::nn::Conv2d fused_conv(torch::nn::Conv2dOptions(o.in_channels(), o.out_channels(), o.kernel_size())
+  const torch::Tensor& w = conv->weight;  // its shape, not the options: a pruned conv has fewer channels
+  torch::nn::Conv2d fused_conv(torch::nn::Conv2dOptions(w.size(1) * o.groups(), w.size(0), o.kernel_size())
                                    .stride(o.stride())
                                    .padding(o.padding())
                                    .dilation(o.dilation())

@@ -43,6 +43,7 @@ class BottleneckImpl : public LayerImpl {
   torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
 
   Conv cv1{nullptr}, cv2{nullptr};
+  bool adds_input() const { return add_; }  // the residual: its output channels are its input's
 
  private:
   bool add_;

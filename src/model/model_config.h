@@ -2,6 +2,7 @@
 // parse_model's scaling rules (depth/width multiples, channel bookkeeping, Detect inputs).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -54,6 +55,9 @@ struct ModelConfig {
   std::optional<int64_t> ch;  // input channels, when the yaml sets 'ch'
   Arg anchors;                // per level a list of flat pixel (w, h) pairs, or an int count
   std::vector<ConfigRow> rows;  // backbone rows, then head rows
+  // A pruned model (kestrel prune): the state-dict tensors whose channels were cut, with their
+  // shapes. Empty for the architecture the yaml describes. Not part of the yaml text.
+  std::map<std::string, std::vector<int64_t>> pruned_shapes;
 };
 
 // Parses yaml text; `source` names it in error messages.

@@ -15,6 +15,7 @@ ModelConfig checkpoint_config(const std::string& path, const CheckpointMeta& met
   ModelConfig config = parse_model_config(meta.model_yaml, path);
   config.nc = meta.nc;
   if (!meta.model_name.empty()) config.name = meta.model_name;
+  config.pruned_shapes = meta.pruned_shapes;
   return config;
 }
 

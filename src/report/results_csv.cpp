@@ -33,11 +33,15 @@ const std::array<const char*, ResultsCsv::kColumns> ResultsCsv::kKeys = {
     "metrics/recall", "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
     "val/cls_loss", "x/lr0",          "x/lr1",          "x/lr2"};
 
-std::string ResultsCsv::header_line() {
+std::string ResultsCsv::header_line(const EpochResults& r) {
   std::string line;
   char buf[64];
   for (const char* key : kKeys) {
     std::snprintf(buf, sizeof buf, "%20s,", key);
+    line += buf;
+  }
+  for (const auto& [key, value] : r.extra) {
+    std::snprintf(buf, sizeof buf, "%20s,", key.c_str());
     line += buf;
   }
   return finish(std::move(line));
@@ -50,11 +54,12 @@ std::string ResultsCsv::row_line(int epoch, const EpochResults& r) {
   for (double v : {r.precision, r.recall, r.map50, r.map50_95}) append_value(line, v);
   for (double v : r.val_loss) append_value(line, v);
   for (double v : r.lr) append_value(line, v);
+  for (const auto& [key, v] : r.extra) append_value(line, v);
   return finish(std::move(line));
 }
 
 void ResultsCsv::append(int epoch, const EpochResults& r) const {
-  const std::string text = (std::filesystem::exists(path_) ? std::string() : header_line()) + row_line(epoch, r);
+  const std::string text = (std::filesystem::exists(path_) ? std::string() : header_line(r)) + row_line(epoch, r);
   std::FILE* f = std::fopen(path_.c_str(), "a");
   if (!f) throw std::runtime_error("cannot open " + path_ + " for appending");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();

@@ -3,6 +3,8 @@
 #pragma once
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kestrel {
 
@@ -12,6 +14,8 @@ struct EpochResults {
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
   std::array<double, 3> val_loss{};    // box, obj, cls
   std::array<double, 3> lr{};          // param groups 0..2 (TrainSchedule::epoch_end_lr)
+  // Columns after YOLOv5's, for runs with levers it lacks (e.g. sparsity training): key, value.
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 class ResultsCsv {
@@ -32,7 +36,7 @@ class ResultsCsv {
 
   const std::string& path() const { return path_; }
 
-  static std::string header_line();                               // with trailing '\n'
+  static std::string header_line(const EpochResults& r = {});     // r's extra keys too; trailing '\n'
   static std::string row_line(int epoch, const EpochResults& r);  // with trailing '\n'
 
  private:

@@ -1,6 +1,8 @@
 // The run's precision (see amp_choice.h).
 #include "train/amp_choice.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cstdio>
 
 namespace kestrel {
@@ -10,8 +12,8 @@ bool amp_predictions_agree(const DetectionModelImpl& source, Precision p, const 
   model->to(device);
   model->eval();
   torch::NoGradGuard no_grad;
-  torch::manual_seed(0);
-  const torch::Tensor image = torch::rand({1, 3, img_size, img_size}).contiguous(torch::MemoryFormat::ChannelsLast).to(device);
+  at::Generator gen = at::detail::createCPUGenerator(0);  // the run's random stream is left alone
+  const torch::Tensor image = torch::rand({1, 3, img_size, img_size}, gen).contiguous(torch::MemoryFormat::ChannelsLast).to(device);
   auto predict = [&](Precision q) {
     Autocast autocast(q, device);
     torch::Tensor d = model->decode(model->forward(image)).to(torch::kFloat)[0];

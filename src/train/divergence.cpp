@@ -37,7 +37,8 @@ std::string divergence_message(const DivergenceReport& r) {
   std::ostringstream m;
   m << "training diverged: the loss or its gradients were inf/NaN for " << r.consecutive
     << " optimizer steps in a row, last at epoch " << r.epoch << ", batch " << r.batch << " (step " << r.step
-    << "); the weights were left untouched by those steps and last.pt holds the last good epoch.\n";
+    << "); those steps were not applied to the weights"
+    << (r.last_good.empty() ? "" : ", and " + r.last_good + " holds the last finished epoch") << ".\n";
   if (r.scaler)
     m << "  " << r.precision << " loss scaler: every one of those steps was skipped; the scale fell to " << r.scale
       << " (an fp16 overflow would have settled long before)\n";

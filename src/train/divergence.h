@@ -46,6 +46,7 @@ struct DivergenceReport {
   double scale = 0;            // the loss scale when it stopped
   double lr0 = 0;
   std::string data;            // data.yaml, for the scan command
+  std::string last_good;       // the last checkpoint written ("" when none is yet)
   std::vector<std::string> label_notes;  // odd_label_notes of the last batch
   std::vector<std::string> images;       // that batch's image files
   bool labels_checked = true;  // false with --resident (no batch at hand)

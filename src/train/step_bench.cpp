@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <malloc.h>
 #include <string>
 #include <thread>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
 #include "model/model_info.h"
@@ -31,17 +33,18 @@ double peak_rss_bytes(bool reset) {
   return 0;
 }
 
-// A batch as the loader would give it (pixels in 0..1, channels-last) with four boxes per image.
+// A batch as the loader would give it (pixels in 0..1, channels-last) with four boxes per image,
+// drawn from a generator of its own: measuring never moves the run's random stream.
 std::pair<torch::Tensor, torch::Tensor> synthetic_batch(const StepBenchOptions& o, int nc) {
-  torch::manual_seed(0);
-  const torch::Tensor images = torch::rand({o.batch_size, 3, o.img_size, o.img_size})
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  const torch::Tensor images = torch::rand({o.batch_size, 3, o.img_size, o.img_size}, gen)
                                    .contiguous(torch::MemoryFormat::ChannelsLast).to(o.device);
   const int64_t n = 4 * o.batch_size;
   torch::Tensor t = torch::empty({n, 6});
   t.select(1, 0).copy_(torch::arange(n) / 4);
-  t.select(1, 1).copy_(torch::randint(nc, {n}));
-  t.slice(1, 2, 4).uniform_(0.2, 0.8);
-  t.slice(1, 4, 6).uniform_(0.05, 0.3);
+  t.select(1, 1).copy_(torch::randint(nc, {n}, gen));
+  t.slice(1, 2, 4).uniform_(0.2, 0.8, gen);
+  t.slice(1, 4, 6).uniform_(0.05, 0.3, gen);
   return {images, t.to(o.device)};
 }
 
@@ -71,10 +74,16 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
   const auto [images, targets] = synthetic_batch(o, static_cast<int>(model->nc()));
   StepTimes sum;
   const bool on_cpu = !o.device.is_cuda();
+  // Freed heap memory goes back to the system first, so the peak counts what a step needs, not
+  // what an earlier measurement left in malloc's free lists. The warm-up step is counted too: it is
+  // where the step's buffers are first allocated.
   double rss_before = 0;
+  if (on_cpu) {
+    malloc_trim(0);
+    rss_before = peak_rss_bytes(/*reset=*/true);
+  }
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
-    if (s == o.warmup && on_cpu) rss_before = peak_rss_bytes(/*reset=*/true);
     Clock clock{o.device};
     std::vector<torch::Tensor> pred;
     {

@@ -30,7 +30,7 @@ struct StepTimes {
   double forward_ms = 0, loss_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double step_ms() const { return forward_ms + loss_ms + backward_ms + optimizer_ms; }
   double images_per_s = 0;
-  double peak_bytes = 0;  // CPU: resident memory the timed steps added at their peak (VmHWM); 0 on CUDA
+  double peak_bytes = 0;  // CPU: resident memory the steps added at their peak (VmHWM); 0 on CUDA
 };
 
 StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions& options);

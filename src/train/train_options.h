@@ -45,7 +45,9 @@ struct TrainOptions {
   bool progress = true;         // progress bars
   int max_steps = 0;            // stop after this many steps in all (kestrel profile); 0 = no limit
   bool scan = true;             // health-check the dataset before training (cached; see data/scan.h)
-  bool resident_batch = false;  // train on the first batch over and over: the compute limit (kestrel profile)
+  bool resident_batch = false;
+  double sparsity = 0;          // BN-sparsity strength S (train/sparsity.h); 0 = off
+  bool sparsity_decay = false;  // S falls linearly to S/10 over the run  // train on the first batch over and over: the compute limit (kestrel profile)
 };
 
 void to_json(nlohmann::json& j, const TrainOptions& o);

@@ -146,6 +146,7 @@ void Trainer::train_step(int epoch, int i, const Batch* batch) {
 // The gradients of one accumulation window are complete here: what acts on them (averaging across
 // processes, penalties on them) goes before the clip.
 void Trainer::optimizer_step(int epoch, int i, const Batch* batch) {
+  if (sparsity_.enabled()) sparsity_.add_penalty(epoch, scaler_.enabled() ? scaler_.state().scale : 1.0);
   const bool stepped = scaler_.step(*optimizer_, model_->parameters(), 10.0);
   optimizer_->zero_grad();
   grads_pending_ = false;
@@ -157,6 +158,7 @@ void Trainer::optimizer_step(int epoch, int i, const Batch* batch) {
     r.precision = precision_name(precision_);
     r.scaler = scaler_.enabled(), r.scale = scaler_.state().scale;
     r.lr0 = hyp_.lr0, r.data = opt_.data;
+    if (fs::exists(run_.last_pt())) r.last_good = run_.last_pt();
     r.labels_checked = batch != nullptr;
     if (batch) r.label_notes = odd_label_notes(*batch, nc_), r.images = batch->paths;
     throw std::runtime_error(divergence_message(r));
@@ -196,6 +198,10 @@ void Trainer::end_epoch(int epoch) {
   row.map50_95 = last_val_.metrics.map;
   row.val_loss = last_val_.loss;
   row.lr = {lr[0], lr[1], lr[2]};
+  if (sparsity_.enabled()) {
+    row.extra.emplace_back(SparsityTraining::kCsvKey, sparsity_.share_below(SparsityTraining::kGammaThreshold));
+    sparsity_.record_epoch(epoch);
+  }
   ResultsCsv(run_.results_csv()).append(epoch, row);
   if ((!opt_.nosave || final_epoch) && !step_budget_spent_) {
     writer_.write(run_.last_pt(), checkpoint_bytes(epoch + 1, 0));
@@ -279,6 +285,7 @@ TrainResult Trainer::finish() {
   const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";
+  if (sparsity_.enabled() && !opt_.noplots) sparsity_.write_plot(run_.save_dir + "/gamma_hist.png");
   write_run_report(run_.save_dir + "/report.json", result.timeline, sampler_.samples(), verdict,
                    !opt_.noplots ? run_.save_dir + "/timeline.png" : "");
   std::cout << "Results saved to " << run_.save_dir << "\n";

@@ -34,6 +34,7 @@
 #include "train/loss.h"
 #include "train/lr_schedule.h"
 #include "train/resume_point.h"
+#include "train/sparsity.h"
 #include "train/train_options.h"
 #include "model/weights.h"
 #include "val/validator.h"
@@ -99,6 +100,7 @@ class Trainer {
   BatchPlan plan_;
   GradScaler scaler_;                      // enabled for fp16
   DivergenceWatch divergence_;             // stops the run on a streak of non-finite steps
+  SparsityTraining sparsity_;              // --sparsity: the BN penalty and |gamma| records
 
   BuiltModel built_;
   DetectionModel model_{nullptr};

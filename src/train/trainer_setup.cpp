@@ -224,9 +224,15 @@ void Trainer::prepare_optimization() {
   loss_ = std::make_unique<YoloLoss>(
       loss_config_from_hyp(hyp_, nc_, static_cast<int>(model_->nl()), opt_.img_size, model_->anchors().to(device_)));
   stopper_ = EarlyStopping(opt_.patience);
+  if (opt_.sparsity > 0) {
+    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs);
+    std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
+              << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "\n";
+  }
   mloss_ = torch::zeros({3});
   meta_.model_yaml = built_.model_yaml;
   meta_.model_name = model_->config().name;
+  meta_.pruned_shapes = model_->config().pruned_shapes;
   meta_.nc = nc_;
   meta_.names = names_;
   meta_.train_options = opt_;

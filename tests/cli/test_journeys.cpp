@@ -27,9 +27,9 @@ class Journey : public ::testing::Test {
   CommandResult train(const std::string& data, const std::string& name, std::vector<std::string> extra,
                       const std::function<bool(const std::string&)>& signal_when = {}) {
     if (std::find(extra.begin(), extra.end(), "--epochs") == extra.end()) extra.insert(extra.end(), {"--epochs", "1"});
-    std::vector<std::string> args = {"train", "--data", data, "--img", "64", "--batch", "4",
-                                     "--workers", "1", "--no-progress", "--noplots", "--project", runs(), "--name", name,
-                                     "--exist-ok"};
+    std::vector<std::string> args = {"train", "--data", data, "--img", "64", "--workers", "1", "--no-progress", "--noplots",
+                                     "--project", runs(), "--name", name, "--exist-ok"};
+    if (std::find(extra.begin(), extra.end(), "--batch-size") == extra.end()) extra.insert(extra.end(), {"--batch", "4"});
     args.insert(args.end(), extra.begin(), extra.end());
     return run_kestrel(args, root_, signal_when);
   }
@@ -188,6 +188,73 @@ TEST_F(Journey, BadInputsGiveOneClearLine) {
   std::ofstream(garbage) << "this is not a checkpoint";
   expect_clear_error(run_kestrel({"detect", "--weights", garbage, "--source", root_ + "/three/images/val"}, root_), "garbage.pt");
   expect_clear_error(train(three, "badcfg", {"--cfg", "yolov5q.yaml"}), "yolov5q.yaml");
+  expect_clear_error(train(three, "fp16cpu", {"--cfg", "yolov5n.yaml", "--amp", "fp16"}), "needs a CUDA --device");
+  expect_clear_error(train(three, "batch0", {"--cfg", "yolov5n.yaml", "--batch-size", "0"}), "-1 for AutoBatch");
+}
+
+// The pruning workflow as the README gives it: sparsity training, prune with mAP before and after,
+// fine-tune the pruned model, then val, detect and resume it like any other.
+TEST_F(Journey, SparsityPruneFineTune) {
+  const std::string three = dataset("three", {.nc = 3});
+  const CommandResult sparse = train(three, "sparse", {"--cfg", "yolov5n.yaml", "--sparsity", "0.01", "--epochs", "2"});
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.output;
+  EXPECT_TRUE(sparse.has("BN sparsity: 0.01 x sign(gamma)")) << sparse.output;
+  const std::vector<std::string> csv = read_lines(runs() + "/sparse/results.csv");
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_NE(csv[0].find("bn/gamma_below_0.01"), std::string::npos) << csv[0];
+
+  const CommandResult pruned = run_kestrel({"prune", "--weights", best("sparse"), "--ratio", "0.3", "--data", three, "--img", "64",
+                                            "--batch", "4", "--amp", "off", "--workers", "1", "--project", runs() + "/prune",
+                                            "--name", "p", "--exist-ok"},
+                                           root_);
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.output;
+  EXPECT_TRUE(pruned.has("before: ")) << pruned.output;
+  EXPECT_TRUE(pruned.has("after: ")) << pruned.output;
+  EXPECT_TRUE(pruned.has("mAP@0.5:0.95")) << pruned.output;
+  EXPECT_TRUE(pruned.has("speed-up: inference")) << pruned.output;
+  const std::string pt = runs() + "/prune/p/weights/pruned.pt";
+  ASSERT_TRUE(fs::exists(pt)) << pruned.output;
+
+  const CommandResult tuned = train(three, "tuned", {"--weights", pt, "--epochs", "2"});
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_TRUE(tuned.has("Transferred 349/349 items")) << tuned.output;
+  const CommandResult v = val(best("tuned"), three);
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  expect_classes_below(detect_classes(best("tuned"), root_ + "/three", "pruned"), 3);
+  const CommandResult more = run_kestrel({"train", "--weights", best("tuned"), "--data", dataset("one", {.nc = 1}), "--img", "64",
+                                          "--batch", "4", "--epochs", "1", "--workers", "1", "--no-progress", "--noplots",
+                                          "--project", runs(), "--name", "one", "--exist-ok"},
+                                         root_);
+  ASSERT_EQ(more.exit_code, 0) << more.output;  // a pruned model fine-tunes on data of another class count
+  EXPECT_TRUE(more.has("Overriding model.yaml nc=3 with nc=1")) << more.output;
+}
+
+// The precision and batch levers as a user types them: bf16 training, --half validation on a CPU,
+// AutoBatch, and a run whose learning rate makes it diverge, which stops with its triage.
+TEST_F(Journey, PrecisionAndBatchLevers) {
+  const std::string three = dataset("three", {.nc = 3});
+  const CommandResult bf16 = train(three, "bf16", {"--cfg", "yolov5n.yaml", "--amp", "bf16"});
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  EXPECT_TRUE(bf16.has("--amp bf16: bf16 mixed precision")) << bf16.output;
+  EXPECT_TRUE(bf16.has("Batch: batch 4, accumulate 16 -> effective batch 64 (nominal 64)")) << bf16.output;
+  const CommandResult half = val(best("bf16"), three, {"--half"});
+  ASSERT_EQ(half.exit_code, 0) << half.output;
+  EXPECT_TRUE(half.has("--half: bf16 autocast inference")) << half.output;
+  EXPECT_TRUE(half.has("all")) << half.output;
+
+  const CommandResult autobatch = train(three, "autobatch", {"--cfg", "yolov5n.yaml", "--batch-size", "-1", "--nbs", "16"});
+  ASSERT_EQ(autobatch.exit_code, 0) << autobatch.output;
+  EXPECT_TRUE(autobatch.has("AutoBatch (")) << autobatch.output;
+  EXPECT_TRUE(autobatch.has(" 2: ")) << autobatch.output;  // the curve starts at batch 2
+  EXPECT_TRUE(autobatch.has("(60% of the memory available)")) << autobatch.output;
+
+  const std::string hyp = root_ + "/explosive.yaml";
+  std::ofstream(hyp) << "lr0: 1.0e+30\nwarmup_epochs: 0\n";
+  const CommandResult diverged = train(three, "diverged", {"--cfg", "yolov5n.yaml", "--hyp", hyp, "--amp", "off", "--epochs", "5"});
+  expect_clear_error(diverged, "training diverged");
+  EXPECT_TRUE(diverged.has("optimizer steps in a row")) << diverged.output;
+  EXPECT_TRUE(diverged.has("lr0: 1e+29")) << diverged.output;
+  EXPECT_TRUE(diverged.has("kestrel scan --data " + three)) << diverged.output;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // remedies in their order.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "train/divergence.h"
 
 namespace kestrel {

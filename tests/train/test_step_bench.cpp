@@ -34,6 +34,18 @@ TEST(StepBench, MeasuresEachStageAndLeavesTheModelAlone) {
   EXPECT_NE(format_step_times("bf16", measure_steps(*model, o)).find("bf16: "), std::string::npos);
 }
 
+TEST(StepBench, LeavesTheGlobalRandomStreamAlone) {
+  DetectionModel model = small_model();
+  StepBenchOptions o;
+  o.img_size = 64, o.batch_size = 2, o.warmup = 0, o.steps = 1;
+  torch::manual_seed(5);
+  const torch::Tensor expected = torch::rand({4});
+  torch::manual_seed(5);
+  measure_steps(*model, o);
+  amp_predictions_agree(*model, Precision::bf16, torch::kCPU, 64);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));  // a run's later draws do not depend on --amp auto
+}
+
 TEST(AmpChoice, ExplicitFlagsAreTakenAndFp16NeedsCuda) {
   DetectionModel model = small_model();
   StepBenchOptions shape;

@@ -16,7 +16,7 @@ TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
   o.exist_ok = true, o.cos_lr = true, o.label_smoothing = 0.1, o.patience = 4, o.freeze = {1, 2, 5};
   o.save_period = 2, o.save_minutes = 2.5, o.seed = 11, o.close_mosaic = 3, o.val_period = 2;
   o.progress = false, o.max_steps = 13, o.scan = false, o.resident_batch = true;
-  o.nbs = 32, o.lr_scale = "sqrt", o.amp = "bf16";
+  o.nbs = 32, o.lr_scale = "sqrt", o.amp = "bf16", o.sparsity = 1e-4, o.sparsity_decay = true;
   const nlohmann::json j = o;
   const TrainOptions back = j.get<TrainOptions>();
   EXPECT_EQ(nlohmann::json(back), j);

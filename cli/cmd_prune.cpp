@@ -1,0 +1,29 @@
+// kestrel prune: flags -> run_prune (src/prune/prune_run.h).
+#include "commands.h"
+#include "prune/prune_run.h"
+
+namespace kestrel::cli {
+
+void register_prune(CLI::App& app) {
+  static PruneRunOptions o;
+  auto* cmd = add_command(app, "prune", "Remove the channels with the smallest BatchNorm |gamma| (after train --sparsity)", [] {
+    run_prune(o);
+    return 0;
+  });
+  cmd->add_option("--weights", o.weights, "a trained model: Kestrel checkpoint or YOLOv5 .pt")->required();
+  cmd->add_option("--ratio", o.prune.ratio, "share of the prunable channels to remove")->check(CLI::Range(0.0, 0.95));
+  cmd->add_option("--min-channels", o.prune.min_channels, "channels every layer keeps at least");
+  cmd->add_option("--multiple", o.prune.multiple, "kept channel counts rounded up to a multiple of this");
+  cmd->add_option("--data", o.data, "data.yaml: mAP before and after");
+  cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size of validation and the timed steps");
+  cmd->add_option("--batch-size,--batch", o.batch_size, "batch of the timed training steps");
+  cmd->add_option("--amp", o.amp, "precision of the timed steps: auto, bf16, fp16 or off")
+      ->check(CLI::IsMember({"auto", "fp16", "bf16", "off"}));
+  cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_option("--workers", o.workers, "loader threads of the validation");
+  cmd->add_option("--project", o.project, "save to project/name");
+  cmd->add_option("--name", o.name, "save to project/name");
+  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
+}
+
+}  // namespace kestrel::cli

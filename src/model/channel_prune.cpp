@@ -1,0 +1,193 @@
+// Channel pruning (see channel_prune.h): choose the channels, then walk the layers cutting each
+// convolution's outputs and its consumers' inputs.
+#include "model/channel_prune.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace kestrel {
+
+namespace {
+
+// The channels of a layer output: which of the original ones remain, and the constant value each
+// removed one is taken to carry.
+struct ChannelSet {
+  int64_t total = 0;
+  torch::Tensor keep, dropped, dropped_value;  // int64 indices; float values
+
+  static ChannelSet all(int64_t c) {
+    return {c, torch::arange(c), torch::empty({0}, torch::kLong), torch::empty({0})};
+  }
+  static ChannelSet concat(const std::vector<ChannelSet>& parts) {
+    ChannelSet out;
+    std::vector<torch::Tensor> keep, dropped, value;
+    for (const ChannelSet& p : parts) {
+      keep.push_back(p.keep + out.total);
+      dropped.push_back(p.dropped + out.total);
+      value.push_back(p.dropped_value);
+      out.total += p.total;
+    }
+    out.keep = torch::cat(keep), out.dropped = torch::cat(dropped), out.dropped_value = torch::cat(value);
+    return out;
+  }
+};
+
+const char* layer_kind(const torch::nn::Module& m) {
+  if (dynamic_cast<const ConvImpl*>(&m)) return "Conv";
+  if (dynamic_cast<const C3Impl*>(&m)) return "C3";
+  if (dynamic_cast<const SPPFImpl*>(&m)) return "SPPF";
+  if (dynamic_cast<const UpsampleImpl*>(&m)) return "Upsample";
+  if (dynamic_cast<const ConcatImpl*>(&m)) return "Concat";
+  if (dynamic_cast<const DetectImpl*>(&m)) return "Detect";
+  return nullptr;
+}
+
+// Removes the inputs `in` dropped from a convolution's weight, folding their constants into what
+// follows the convolution: `shift` (the BatchNorm running mean, subtracted) or `bias` (added).
+void cut_inputs(torch::nn::Conv2dImpl& conv, const ChannelSet& in, torch::Tensor* running_mean, torch::Tensor* bias) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor w = conv.weight;
+  if (w.size(1) != in.total)
+    throw std::runtime_error("prune: a convolution takes " + std::to_string(w.size(1)) + " channels, its input has " +
+                             std::to_string(in.total));
+  if (in.dropped.numel()) {
+    // Interior pixels see every kernel tap of the constant channel; the few border ones (zero padding) see fewer.
+    const torch::Tensor c = (w.index_select(1, in.dropped).sum({2, 3}) * in.dropped_value.to(w.dtype())).sum(1);
+    if (running_mean) running_mean->sub_(c);
+    if (bias) bias->add_(c);
+  }
+  conv.weight.set_data(w.index_select(1, in.keep).contiguous());
+}
+
+// Cuts one Conv block: inputs to `in`, outputs to `keep` (all when undefined). Returns its output set.
+ChannelSet cut_conv(ConvImpl& c, const ChannelSet& in, const torch::Tensor& keep) {
+  torch::NoGradGuard no_grad;
+  cut_inputs(*c.conv, in, &c.bn->running_mean, nullptr);
+  const int64_t total = c.conv->weight.size(0);
+  if (!keep.defined()) return ChannelSet::all(total);
+  torch::Tensor mask = torch::ones({total}, torch::kBool);
+  mask.index_fill_(0, keep, false);
+  ChannelSet out{total, keep, mask.nonzero().flatten(), {}};
+  const torch::Tensor beta = c.bn->bias.index_select(0, out.dropped);
+  out.dropped_value = (c.has_act() ? torch::silu(beta) : beta).to(torch::kFloat).cpu();
+  c.conv->weight.set_data(c.conv->weight.index_select(0, keep).contiguous());
+  for (torch::Tensor* t : {&c.bn->weight, &c.bn->bias, &c.bn->running_mean, &c.bn->running_var})
+    t->set_data(t->index_select(0, keep).contiguous());
+  return out;
+}
+
+// The channels each prunable conv keeps: the global |gamma| threshold, then per layer at least
+// min_channels, rounded up to `multiple`, the largest |gamma| first.
+std::map<const ConvImpl*, torch::Tensor> choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o,
+                                                         double& threshold) {
+  std::vector<torch::Tensor> all;
+  for (const PrunableConv& p : convs) all.push_back(p.conv->bn->weight.detach().abs().cpu());
+  const torch::Tensor sorted = std::get<0>(torch::cat(all).sort());
+  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel() - 1);
+  threshold = sorted[at].item<double>();
+  std::map<const ConvImpl*, torch::Tensor> keep;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const torch::Tensor& g = all[i];
+    const int64_t c = g.numel();
+    int64_t k = (g > threshold).sum().item<int64_t>();
+    k = std::max<int64_t>(k, o.min_channels);
+    k = (k + o.multiple - 1) / o.multiple * o.multiple;
+    k = std::min(k, c);
+    keep[convs[i].conv] = std::get<0>(std::get<1>(g.topk(k)).sort());
+  }
+  return keep;
+}
+
+}  // namespace
+
+std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
+  if (model.fused()) throw std::runtime_error("prune: the model is fused (no BatchNorm left to judge channels by)");
+  std::vector<PrunableConv> out;
+  for (size_t i = 0; i + 1 < model.num_layers(); ++i) {
+    const auto layer = model.layer(i);
+    const std::string name = "model." + std::to_string(i);
+    if (!layer_kind(*layer))
+      throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, SPPF, "
+                               "Upsample, Concat and Detect are)");
+    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) out.push_back({name, c});
+    if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
+      const bool residual = std::any_of(c3->bottlenecks.begin(), c3->bottlenecks.end(), [](const Bottleneck& b) { return b->adds_input(); });
+      if (!residual) out.push_back({name + ".cv1", c3->cv1.get()});
+      for (size_t k = 0; k < c3->bottlenecks.size(); ++k) {
+        Bottleneck b = c3->bottlenecks[k];  // a handle: its module is not const
+        out.push_back({name + ".m." + std::to_string(k) + ".cv1", b->cv1.get()});
+        if (!residual) out.push_back({name + ".m." + std::to_string(k) + ".cv2", b->cv2.get()});
+      }
+      out.push_back({name + ".cv2", c3->cv2.get()});
+      out.push_back({name + ".cv3", c3->cv3.get()});
+    }
+    if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) {
+      out.push_back({name + ".cv1", s->cv1.get()});
+      out.push_back({name + ".cv2", s->cv2.get()});
+    }
+  }
+  return out;
+}
+
+PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions& o) {
+  if (o.ratio < 0 || o.ratio >= 1) throw std::invalid_argument("prune: --ratio must be in [0, 1)");
+  PruneResult r;
+  r.model = source.copy();
+  DetectionModelImpl& m = *r.model;
+  const std::vector<PrunableConv> convs = prunable_convs(m);
+  const std::map<const ConvImpl*, torch::Tensor> keep = choose_channels(convs, o, r.threshold);
+  for (const PrunableConv& p : convs) {
+    r.cuts.push_back({p.name, p.conv->bn->weight.numel(), keep.at(p.conv).numel()});
+    r.channels_before += r.cuts.back().before, r.channels_after += r.cuts.back().after;
+  }
+  auto keep_of = [&](const ConvImpl* c) {
+    const auto it = keep.find(c);
+    return it == keep.end() ? torch::Tensor() : it->second;
+  };
+
+  std::vector<ChannelSet> outputs;
+  const auto& layers = m.spec().layers;
+  auto input_of = [&](size_t i) {
+    std::vector<ChannelSet> parts;
+    for (int64_t s : layers[i].sources)
+      parts.push_back(s < 0 || static_cast<size_t>(s) + 1 == i ? (i == 0 ? ChannelSet::all(m.spec().ch) : outputs[i - 1]) : outputs[s]);
+    return parts.size() == 1 ? parts[0] : ChannelSet::concat(parts);
+  };
+  for (size_t i = 0; i + 1 < m.num_layers(); ++i) {
+    const ChannelSet in = input_of(i);
+    const auto layer = m.layer(i);
+    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) {
+      outputs.push_back(cut_conv(*c, in, keep_of(c)));
+    } else if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
+      ChannelSet y = cut_conv(*c3->cv1, in, keep_of(c3->cv1.get()));
+      for (Bottleneck b : c3->bottlenecks) {
+        const ChannelSet mid = cut_conv(*b->cv1, y, keep_of(b->cv1.get()));
+        const ChannelSet out = cut_conv(*b->cv2, mid, keep_of(b->cv2.get()));
+        if (!b->adds_input()) y = out;  // with the add, the output keeps its input's (full) channel set
+      }
+      const ChannelSet z = cut_conv(*c3->cv2, in, keep_of(c3->cv2.get()));
+      outputs.push_back(cut_conv(*c3->cv3, ChannelSet::concat({y, z}), keep_of(c3->cv3.get())));
+    } else if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) {
+      const ChannelSet a = cut_conv(*s->cv1, in, keep_of(s->cv1.get()));  // max-pools keep a constant constant
+      outputs.push_back(cut_conv(*s->cv2, ChannelSet::concat({a, a, a, a}), keep_of(s->cv2.get())));
+    } else {
+      outputs.push_back(in);  // Upsample and Concat
+    }
+  }
+  const size_t d = m.num_layers() - 1;
+  const auto& sources = layers[d].sources;
+  for (size_t level = 0; level < sources.size(); ++level) {
+    torch::nn::Conv2dImpl& conv = *m.detect().ptr()->convs[level];
+    cut_inputs(conv, outputs[sources[level] < 0 ? d - 1 : sources[level]], nullptr, &conv.bias);
+  }
+
+  std::map<std::string, std::vector<int64_t>> shapes = source.config().pruned_shapes;  // earlier prunings too
+  const StateDict before = source.state(), after = m.state();
+  for (size_t i = 0; i < after.size(); ++i)
+    if (after[i].second.sizes() != before[i].second.sizes()) shapes[after[i].first] = after[i].second.sizes().vec();
+  m.set_pruned_shapes(std::move(shapes));
+  return r;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,48 @@
+// Channel pruning of a YOLOv5 network (network slimming): the output channels with the smallest
+// BatchNorm scale |gamma| across the whole network are removed, every consumer's input channels
+// with them, respecting the structure: the residual adds of C3 bottlenecks tie C3.cv1 and the
+// bottlenecks' cv2 to their input (those keep every channel), Concat and SPPF concatenate their
+// inputs' channel sets, Upsample passes them on, and the Detect convolutions lose input channels
+// only. A removed channel's output is taken as the constant act(beta) it tends to when gamma -> 0,
+// and folded into each consumer (BatchNorm mean, or the Detect bias), so channels with gamma = 0
+// leave the network's output unchanged (exactly where their constant is zero).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/detection_model.h"
+
+namespace kestrel {
+
+struct PrunableConv {
+  std::string name;  // module path, e.g. "model.2.cv2"
+  ConvImpl* conv;
+};
+
+// The Conv blocks whose output channels may be removed, in layer order. Throws std::runtime_error
+// naming the layer for a model with layers pruning does not support (anything besides Conv, C3,
+// SPPF, Upsample, Concat and Detect) or a fused model (no BatchNorm to judge channels by).
+std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model);
+
+struct PruneOptions {
+  double ratio = 0.3;    // share of the prunable channels to remove (before the rounding below)
+  int min_channels = 8;  // every layer keeps at least this many
+  int multiple = 8;      // kept counts are rounded up to a multiple of this (vector-friendly widths)
+};
+
+struct LayerCut {
+  std::string name;
+  int64_t before = 0, after = 0;
+};
+
+struct PruneResult {
+  std::shared_ptr<DetectionModelImpl> model;  // a pruned copy; the input model is unchanged
+  std::vector<LayerCut> cuts;                 // every prunable conv
+  double threshold = 0;                       // the global |gamma| below which channels went
+  int64_t channels_before = 0, channels_after = 0;
+};
+
+PruneResult prune_channels(const DetectionModelImpl& model, const PruneOptions& options);
+
+}  // namespace kestrel

@@ -1,0 +1,83 @@
+// BN-sparsity training (see sparsity.h).
+#include "train/sparsity.h"
+
+#include <cmath>
+
+#include "model/channel_prune.h"
+#include "report/line_chart.h"
+
+namespace kestrel {
+
+namespace {
+// Histogram bins of log10 |gamma|: 0.2 decades from 1e-4 to 10 (what is below falls in the first).
+constexpr double kLogLo = -4.0, kLogHi = 1.0, kBinWidth = 0.2;
+constexpr int kBins = static_cast<int>((kLogHi - kLogLo) / kBinWidth + 0.5);
+}  // namespace
+
+SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs)
+    : strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {
+  for (const PrunableConv& p : prunable_convs(model)) gammas_.push_back(p.conv->bn->weight);
+}
+
+double SparsityTraining::strength_at(int epoch) const {
+  return decay_ ? strength_ * (1.0 - 0.9 * epoch / epochs_) : strength_;
+}
+
+void SparsityTraining::add_penalty(int epoch, double grad_scale) {
+  torch::NoGradGuard no_grad;
+  const double s = strength_at(epoch) * grad_scale;
+  for (torch::Tensor& g : gammas_) {
+    if (!g.grad().defined()) continue;  // frozen
+    g.mutable_grad().add_(torch::sign(g), s);
+  }
+}
+
+double SparsityTraining::share_below(double threshold) const {
+  int64_t below = 0, all = 0;
+  for (const torch::Tensor& g : gammas_) {
+    below += (g.detach().abs() < threshold).sum().item<int64_t>();
+    all += g.numel();
+  }
+  return all ? static_cast<double>(below) / all : 0;
+}
+
+void SparsityTraining::record_epoch(int epoch) {
+  std::vector<double> bins(kBins, 0.0);
+  int64_t all = 0;
+  for (const torch::Tensor& g : gammas_) {
+    const torch::Tensor a = g.detach().abs().to(torch::kDouble).cpu().contiguous();
+    const double* v = a.data_ptr<double>();
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double l = v[i] > 0 ? std::log10(v[i]) : kLogLo;
+      bins[std::clamp(static_cast<int>((l - kLogLo) / kBinWidth), 0, kBins - 1)] += 1;
+    }
+    all += a.numel();
+  }
+  for (double& b : bins) b = 100.0 * b / std::max<int64_t>(1, all);
+  histograms_.emplace_back(epoch, std::move(bins));
+}
+
+void SparsityTraining::write_plot(const std::string& path) const {
+  if (histograms_.empty()) return;
+  LineChart c;
+  c.title = "BatchNorm |gamma| of the prunable channels during sparsity training";
+  c.x_label = "|gamma| (log scale)";
+  c.y_label = "% of channels per 0.2 decade";
+  c.log_x = true;
+  const size_t n = histograms_.size();
+  std::vector<size_t> shown = {0};  // first, quarters, last
+  for (size_t q = 1; q <= 4; ++q) {
+    const size_t i = (n - 1) * q / 4;
+    if (i != shown.back()) shown.push_back(i);
+  }
+  for (size_t i : shown) {
+    ChartSeries s;
+    s.name = "epoch " + std::to_string(histograms_[i].first);
+    for (int b = 0; b < kBins; ++b)
+      s.points.emplace_back(std::pow(10.0, kLogLo + (b + 0.5) * kBinWidth), histograms_[i].second[b]);
+    c.series.push_back(std::move(s));
+  }
+  write_line_chart(c, path);
+}
+
+}  // namespace kestrel

@@ -1,0 +1,123 @@
+// Channel pruning: channels made exactly constant by hand (gamma = 0, beta = 0) are removed without
+// changing the network's output; the pruned architecture is consistent (it runs, every layer keeps
+// what the channel lists say) and survives a checkpoint round trip and a change of class count.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "model/channel_prune.h"
+#include "model/checkpoint.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "test_support.h"
+
+namespace kestrel {
+namespace {
+
+// yolov5n with realistic BatchNorm statistics and about 40% of every prunable layer's channels dead.
+DetectionModel model_with_dead_channels(double dead_share) {
+  torch::manual_seed(3);
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  torch::NoGradGuard no_grad;
+  m->train();
+  for (int i = 0; i < 3; ++i) m->forward(torch::rand({2, 3, 64, 64}));  // running statistics away from 0/1
+  for (const PrunableConv& p : prunable_convs(*m)) {
+    torch::Tensor g = p.conv->bn->weight, b = p.conv->bn->bias;
+    g.uniform_(0.2, 1.5), b.uniform_(-0.5, 0.5);
+    const torch::Tensor dead = torch::rand({g.numel()}) < dead_share;
+    g.masked_fill_(dead, 0.0), b.masked_fill_(dead, 0.0);
+  }
+  m->eval();
+  return m;
+}
+
+int64_t parameter_count(const DetectionModelImpl& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+TEST(ChannelPrune, PrunableConvsRespectResiduals) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 80);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  auto has = [&](const std::string& name) {
+    return std::any_of(convs.begin(), convs.end(), [&](const PrunableConv& p) { return p.name == name; });
+  };
+  EXPECT_TRUE(has("model.0"));
+  EXPECT_TRUE(has("model.2.cv2"));        // the C3's second branch
+  EXPECT_TRUE(has("model.2.m.0.cv1"));    // inside the bottleneck
+  EXPECT_FALSE(has("model.2.cv1"));       // tied by the residual add...
+  EXPECT_FALSE(has("model.2.m.0.cv2"));   // ...to the bottleneck's output
+  EXPECT_TRUE(has("model.13.cv1"));       // head C3s have no shortcut
+  EXPECT_TRUE(has("model.13.m.0.cv2"));
+  EXPECT_TRUE(has("model.9.cv1"));        // SPPF
+  m->fuse();
+  EXPECT_THROW(prunable_convs(*m), std::runtime_error);
+}
+
+TEST(ChannelPrune, DeadChannelsGoWithoutChangingTheOutput) {
+  DetectionModel m = model_with_dead_channels(0.4);
+  PruneOptions o;
+  o.ratio = 0.3;
+  const PruneResult r = prune_channels(*m, o);
+  EXPECT_EQ(r.threshold, 0.0);  // 30% of the channels are below the dead ones' |gamma| = 0
+  EXPECT_LT(r.channels_after, r.channels_before);
+  EXPECT_LT(parameter_count(*r.model), parameter_count(*m));
+  torch::NoGradGuard no_grad;
+  r.model->eval();
+  const torch::Tensor x = torch::rand({2, 3, 96, 128});
+  const torch::Tensor a = m->decode(m->forward(x)), b = r.model->decode(r.model->forward(x));
+  ASSERT_EQ(a.sizes(), b.sizes());
+  EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-3)) << (a - b).abs().max().item<double>();
+}
+
+TEST(ChannelPrune, ChannelListsHoldAndRoundUp) {
+  DetectionModel m = model_with_dead_channels(0.5);
+  PruneOptions o;
+  o.ratio = 0.5, o.min_channels = 8, o.multiple = 8;
+  const PruneResult r = prune_channels(*m, o);
+  const std::vector<PrunableConv> after = prunable_convs(*r.model);
+  ASSERT_EQ(after.size(), r.cuts.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    const LayerCut& c = r.cuts[i];
+    EXPECT_EQ(after[i].name, c.name);
+    EXPECT_EQ(after[i].conv->bn->weight.numel(), c.after) << c.name;
+    EXPECT_EQ(after[i].conv->conv->weight.size(0), c.after) << c.name;
+    EXPECT_TRUE(c.after == c.before || (c.after % 8 == 0 && c.after >= 8)) << c.name << " " << c.after;
+  }
+  // The same architecture built from the recorded shapes alone has the same parameters.
+  ModelConfig cfg = r.model->config();
+  EXPECT_FALSE(cfg.pruned_shapes.empty());
+  DetectionModel rebuilt(cfg, 3);
+  EXPECT_EQ(parameter_count(*rebuilt), parameter_count(*r.model));
+}
+
+TEST(ChannelPrune, PrunedCheckpointLoadsAndFineTunesOnOtherClasses) {
+  DetectionModel m = model_with_dead_channels(0.4);
+  PruneResult r = prune_channels(*m, PruneOptions{});
+  CheckpointMeta meta;
+  meta.model_yaml = r.model->config().text;
+  meta.pruned_shapes = r.model->config().pruned_shapes;
+  meta.nc = 3;
+  meta.names = {"a", "b", "c"};
+  meta.train_options = nlohmann::json::object();
+  const std::string path = test::temp_dir("prune_ckpt") + "/pruned.pt";
+  save_checkpoint(path, meta, *r.model, nullptr, nullptr);
+
+  BuiltModel same = build_model("", path, 0);
+  EXPECT_EQ(same.transferred, same.total);
+  torch::NoGradGuard no_grad;
+  same.model->eval(), r.model->eval();
+  const torch::Tensor x = torch::rand({1, 3, 64, 64});
+  EXPECT_TRUE(torch::allclose(same.model->forward(x)[0], r.model->forward(x)[0]));
+  // Fine-tuning on 5 classes: the Detect outputs change, the pruned inputs stay.
+  BuiltModel five = build_model("", path, 5);
+  EXPECT_EQ(five.model->nc(), 5);
+  EXPECT_EQ(five.total - five.transferred, 6u);  // the Detect convolutions' weights and biases
+  EXPECT_EQ(five.model->forward(x)[0].size(-1), 10);
+  EXPECT_LT(parameter_count(*five.model), parameter_count(*DetectionModel(load_model_config("yolov5n.yaml"), 5)));
+}
+
+}  // namespace
+}  // namespace kestrel
