@@ -30,7 +30,7 @@ double inference_ms(const DetectionModelImpl& model, const torch::Device& device
   m->set_memory_format(torch::MemoryFormat::ChannelsLast);
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::rand({1, 3, img_size, img_size}).contiguous(torch::MemoryFormat::ChannelsLast).to(device);
-  constexpr int kWarmup = 2, kRuns = 10;
+  constexpr int kWarmup = 3, kRuns = 20;
   double ms = 0;
   for (int i = 0; i < kWarmup + kRuns; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -59,7 +59,7 @@ ModelFigures measure(const DetectionModelImpl& model, const PruneRunOptions& o, 
   f.inference_ms = inference_ms(model, device, o.img_size, p);
   StepBenchOptions so;
   so.img_size = o.img_size, so.batch_size = o.batch_size, so.precision = p, so.device = device;
-  so.warmup = 1, so.steps = 3;
+  so.warmup = 2, so.steps = 5;  // this machine's step times wander by ~10%: average more
   f.train_images_per_s = measure_steps(model, so).images_per_s;
   return f;
 }

@@ -13,7 +13,7 @@ namespace kestrel {
 namespace {
 
 const cv::Scalar kColours[] = {{200, 110, 30}, {40, 120, 230}, {60, 160, 60}, {50, 50, 200}, {160, 80, 160}, {30, 160, 180}};
-constexpr int kLeft = 80, kRight = 20, kTop = 40, kBottom = 60;
+constexpr int kLeft = 80, kRight = 20, kTop = 56, kBottom = 60;
 
 struct Range {
   double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
@@ -57,7 +57,7 @@ cv::Mat render(const LineChart& c) {
   }
   cv::rectangle(img, {x0, y0}, {x1, y1}, {0, 0, 0}, 1);
   text(img, c.x_label, {(x0 + x1) / 2 - 4 * static_cast<int>(c.x_label.size()), c.height - 14});
-  text(img, c.y_label, {8, y0 - 8});
+  text(img, c.y_label, {8, y0 - 10});
   int legend_y = y0 + 18;
   for (size_t i = 0; i < c.series.size(); ++i) {
     const ChartSeries& s = c.series[i];

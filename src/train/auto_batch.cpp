@@ -9,10 +9,12 @@ namespace kestrel {
 
 int pick_batch(const std::vector<BatchProbe>& curve, double memory_limit) {
   if (curve.empty()) throw std::invalid_argument("pick_batch: no probes");
-  const BatchProbe* best = nullptr;
+  double best = 0;
   for (const BatchProbe& p : curve)
-    if (p.peak_bytes <= memory_limit && (!best || p.images_per_s > best->images_per_s)) best = &p;
-  return best ? best->batch : curve.front().batch;
+    if (p.peak_bytes <= memory_limit) best = std::max(best, p.images_per_s);
+  for (const BatchProbe& p : curve)  // in batch order: the smallest that is about as fast
+    if (p.peak_bytes <= memory_limit && p.images_per_s >= (1 - kAutoBatchThroughputMargin) * best) return p.batch;
+  return curve.front().batch;
 }
 
 bool probe_next_batch(const std::vector<BatchProbe>& curve, double memory_limit, int max_batch) {
@@ -53,7 +55,7 @@ AutoBatchChoice auto_batch(const DetectionModelImpl& model, const StepBenchOptio
     line += probe;
   }
   char tail[120];
-  std::snprintf(tail, sizeof tail, " -> batch %d, the best img/s within %.1f GB (60%% of the memory available)", c.batch,
+  std::snprintf(tail, sizeof tail, " -> batch %d, the smallest within 5%% of the best img/s, within %.1f GB (60%% of the memory available)", c.batch,
                 c.memory_limit / 1e9);
   c.why = line + tail;
   return c;

@@ -1,6 +1,7 @@
 // --batch-size -1: AutoBatch. On a CPU, training steps are timed at doubling batch sizes and the
-// batch with the best images/s whose measured peak memory stays within 60% of the memory available
-// (the share YOLOv5 aims at on a GPU) is chosen; the probe stops early once memory would pass the
+// smallest batch within 5% of the best images/s whose measured peak memory stays within 60% of the
+// memory available (the share YOLOv5 aims at on a GPU) is chosen: a CPU's curve is flat past a few
+// images, and a larger batch there buys nothing but fewer optimizer steps; the probe stops early once memory would pass the
 // limit or throughput has fallen twice in a row. The curve is printed with the choice.
 #pragma once
 #include <string>
@@ -26,8 +27,11 @@ struct AutoBatchChoice {
 
 constexpr double kAutoBatchMemoryShare = 0.6;
 
-// The choice from a measured curve: the best images/s among probes within the memory limit
-// (the smallest probe when none fits). Pure, for tests.
+constexpr double kAutoBatchThroughputMargin = 0.05;
+
+// The choice from a measured curve: among probes within the memory limit, the smallest batch whose
+// images/s is within kAutoBatchThroughputMargin of the best (the smallest probe when none fits).
+// Pure, for tests.
 int pick_batch(const std::vector<BatchProbe>& curve, double memory_limit);
 
 // Whether probing should go on after `curve` (doubling the last batch): not past max_batch, not
