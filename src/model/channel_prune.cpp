@@ -190,4 +190,24 @@ PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions&
   return r;
 }
 
+void recalibrate_batchnorm(DetectionModelImpl& model, const std::function<torch::Tensor()>& next_batch, int batches) {
+  std::vector<torch::nn::BatchNorm2dImpl*> bns;
+  for (const auto& m : model.modules(/*include_self=*/false))
+    if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get())) bns.push_back(bn);
+  torch::NoGradGuard no_grad;
+  for (auto* bn : bns) {
+    bn->reset_running_stats();
+    bn->options.momentum(c10::nullopt);  // cumulative average
+  }
+  const bool was_training = model.is_training();
+  model.train();
+  for (int i = 0; i < batches; ++i) {
+    const torch::Tensor x = next_batch();
+    if (!x.defined()) break;
+    model.forward(x);
+  }
+  model.train(was_training);
+  for (auto* bn : bns) bn->options.momentum(0.03);
+}
+
 }  // namespace kestrel

@@ -7,6 +7,7 @@
 // and folded into each consumer (BatchNorm mean, or the Detect bias), so channels with gamma = 0
 // leave the network's output unchanged (exactly where their constant is zero).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,5 +45,12 @@ struct PruneResult {
 };
 
 PruneResult prune_channels(const DetectionModelImpl& model, const PruneOptions& options);
+
+// BatchNorm recalibration: the running statistics are reset and re-estimated as a cumulative average
+// over the batches `next_batch` gives (train-mode forwards, no gradients), then the momentum of
+// YOLOv5's BatchNorms (0.03) is restored. A pruned network's statistics no longer match what its
+// layers see (removed channels were not exactly constant); this puts them back before it is
+// judged or fine-tuned. next_batch returns an undefined tensor when out of data.
+void recalibrate_batchnorm(DetectionModelImpl& model, const std::function<torch::Tensor()>& next_batch, int batches);
 
 }  // namespace kestrel

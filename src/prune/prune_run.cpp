@@ -9,6 +9,7 @@
 
 #include "data/index/dataset_config.h"
 #include "data/index/label_index.h"
+#include "data/loader/loader.h"
 #include "model/checkpoint.h"
 #include "model/model_info.h"
 #include "model/weights.h"
@@ -20,6 +21,8 @@
 namespace kestrel {
 
 namespace {
+
+constexpr int kCalibrationBatches = 32;
 
 // Mean ms of a batch-1 eval forward of the fused model, after two warm-up passes.
 double inference_ms(const DetectionModelImpl& model, const torch::Device& device, int img_size, Precision p) {
@@ -72,6 +75,23 @@ void print_figures(const char* label, const ModelFigures& f, const std::string& 
               precision.c_str());
 }
 
+// BatchNorm statistics of the pruned model from training images (letterboxed, not augmented).
+void recalibrate(DetectionModelImpl& model, const PruneRunOptions& o, const torch::Device& device) {
+  const DatasetConfig dc = load_dataset_config(o.data);
+  LoaderOptions lo;
+  lo.img_size = o.img_size, lo.batch_size = o.batch_size, lo.workers = o.workers;
+  lo.augment = false, lo.use_mosaic = false, lo.shuffle = true, lo.pad = 0.5;
+  Loader loader(build_index(dc.train, dc.nc, false).records, lo);
+  loader.start_epoch(0);
+  const int batches = std::min<int>(kCalibrationBatches, static_cast<int>(loader.batches_per_epoch()));
+  model.to(device);
+  recalibrate_batchnorm(model, [&] {
+    const Batch* b = loader.next();
+    return b ? batch_images(*b, device) : torch::Tensor();
+  }, batches);
+  std::printf("BatchNorm statistics recalibrated on %d training batches\n", batches);
+}
+
 std::string save_pruned(const PruneRunOptions& o, const DetectionModelImpl& model, const std::string& save_dir) {
   CheckpointMeta meta;
   meta.model_yaml = model.config().text;
@@ -109,6 +129,7 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   PruneRunSummary s;
   s.before = measure(*model, o, device, p, validator.get());
   s.pruned = prune_channels(*model, o.prune);
+  if (!o.data.empty()) recalibrate(*s.pruned.model, o, device);
   s.after = measure(*s.pruned.model, o, device, p, validator.get());
   std::printf("Pruned %lld of %lld prunable channels (%.1f%%; |gamma| threshold %.4g, at least %d per layer, multiples of %d)\n",
               static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),

@@ -16,7 +16,7 @@ namespace kestrel {
 namespace {
 
 // yolov5n with realistic BatchNorm statistics and about 40% of every prunable layer's channels dead.
-DetectionModel model_with_dead_channels(double dead_share) {
+DetectionModel model_with_dead_channels(double dead_share, bool zero_beta = true) {
   torch::manual_seed(3);
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   torch::NoGradGuard no_grad;
@@ -26,7 +26,8 @@ DetectionModel model_with_dead_channels(double dead_share) {
     torch::Tensor g = p.conv->bn->weight, b = p.conv->bn->bias;
     g.uniform_(0.2, 1.5), b.uniform_(-0.5, 0.5);
     const torch::Tensor dead = torch::rand({g.numel()}) < dead_share;
-    g.masked_fill_(dead, 0.0), b.masked_fill_(dead, 0.0);
+    g.masked_fill_(dead, 0.0);
+    if (zero_beta) b.masked_fill_(dead, 0.0);
   }
   m->eval();
   return m;
@@ -70,6 +71,21 @@ TEST(ChannelPrune, DeadChannelsGoWithoutChangingTheOutput) {
   const torch::Tensor a = m->decode(m->forward(x)), b = r.model->decode(r.model->forward(x));
   ASSERT_EQ(a.sizes(), b.sizes());
   EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-3)) << (a - b).abs().max().item<double>();
+}
+
+// Dead channels with beta != 0 carry the constant act(beta): folded into the consumers, the output
+// is unchanged away from the borders (where zero padding makes a kxk consumer see less of it).
+TEST(ChannelPrune, ConstantChannelsAreFoldedIntoConsumers) {
+  DetectionModel m = model_with_dead_channels(0.4, /*zero_beta=*/false);
+  PruneOptions o;
+  o.ratio = 0.3;
+  const PruneResult r = prune_channels(*m, o);
+  torch::NoGradGuard no_grad;
+  r.model->eval();
+  const torch::Tensor x = torch::rand({1, 3, 256, 256});
+  const torch::Tensor a = m->forward(x)[0], b = r.model->forward(x)[0];  // stride 8: 32 x 32 cells
+  const torch::Tensor ai = a.slice(2, 12, 20).slice(3, 12, 20), bi = b.slice(2, 12, 20).slice(3, 12, 20);
+  EXPECT_TRUE(torch::allclose(ai, bi, 1e-3, 1e-3)) << (ai - bi).abs().max().item<double>();
 }
 
 TEST(ChannelPrune, ChannelListsHoldAndRoundUp) {
@@ -117,6 +133,21 @@ TEST(ChannelPrune, PrunedCheckpointLoadsAndFineTunesOnOtherClasses) {
   EXPECT_EQ(five.total - five.transferred, 6u);  // the Detect convolutions' weights and biases
   EXPECT_EQ(five.model->forward(x)[0].size(-1), 10);
   EXPECT_LT(parameter_count(*five.model), parameter_count(*DetectionModel(load_model_config("yolov5n.yaml"), 5)));
+}
+
+TEST(ChannelPrune, RecalibrationAveragesTheBatchesStatistics) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  torch::manual_seed(1);
+  const std::vector<torch::Tensor> batches = {torch::rand({2, 3, 64, 64}), torch::rand({2, 3, 64, 64}) * 0.5};
+  size_t next = 0;
+  recalibrate_batchnorm(*m, [&] { return next < batches.size() ? batches[next++] : torch::Tensor(); }, 5);
+  EXPECT_EQ(next, batches.size());  // stopped when the data ran out
+  // The stem's BatchNorm mean: the average over both batches of its convolution's per-channel mean.
+  auto* stem = dynamic_cast<ConvImpl*>(m->layer(0).get());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor expected = (stem->conv(batches[0]).mean({0, 2, 3}) + stem->conv(batches[1]).mean({0, 2, 3})) / 2;
+  EXPECT_TRUE(torch::allclose(stem->bn->running_mean, expected, 1e-4, 1e-5));
+  EXPECT_EQ(stem->bn->options.momentum().value(), 0.03);
 }
 
 }  // namespace
