@@ -19,9 +19,7 @@ void register_detect(CLI::App& app) {
   cmd->add_flag("--nosave", o.nosave, "do not save annotated images");
   cmd->add_option("--classes", o.detect.classes, "filter by class: --classes 0, or --classes 0 2 3")->expected(1, -1);
   cmd->add_flag("--agnostic-nms", o.detect.agnostic, "class-agnostic NMS");
-  cmd->add_option("--project", o.project, "save results to project/name");
-  cmd->add_option("--name", o.name, "save results to project/name");
-  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
+  add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);
   cmd->add_option("--line-thickness", o.line_thickness, "bounding box thickness (pixels)");
   cmd->add_flag("--hide-labels", o.hide_labels, "hide labels");
   cmd->add_flag("--hide-conf", o.hide_conf, "hide confidences");

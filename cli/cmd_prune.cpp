@@ -1,5 +1,6 @@
 // kestrel prune: flags -> run_prune (src/prune/prune_run.h).
 #include "commands.h"
+#include "flags.h"
 #include "prune/prune_run.h"
 
 namespace kestrel::cli {
@@ -17,13 +18,10 @@ void register_prune(CLI::App& app) {
   cmd->add_option("--data", o.data, "data.yaml: mAP before and after");
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size of validation and the timed steps");
   cmd->add_option("--batch-size,--batch", o.batch_size, "batch of the timed training steps");
-  cmd->add_option("--amp", o.amp, "precision of the timed steps: auto, bf16, fp16 or off")
-      ->check(CLI::IsMember({"auto", "fp16", "bf16", "off"}));
+  add_amp_flag(cmd, o.amp, "precision of the timed steps: auto, bf16, fp16 or off");
   cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
   cmd->add_option("--workers", o.workers, "loader threads of the validation");
-  cmd->add_option("--project", o.project, "save to project/name");
-  cmd->add_option("--name", o.name, "save to project/name");
-  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
+  add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);
 }
 
 }  // namespace kestrel::cli

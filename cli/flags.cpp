@@ -17,6 +17,16 @@ void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, doubl
   cmd->add_flag("--half", half, "half-precision inference: fp16 on CUDA, bf16 on a CPU");
 }
 
+void add_run_folder_flags(CLI::App* cmd, std::string& project, std::string& name, bool& exist_ok) {
+  cmd->add_option("--project", project, "save to project/name");
+  cmd->add_option("--name", name, "save to project/name");
+  cmd->add_flag("--exist-ok", exist_ok, "existing project/name ok, do not increment");
+}
+
+void add_amp_flag(CLI::App* cmd, std::string& amp, const std::string& help) {
+  cmd->add_option("--amp", amp, help)->check(CLI::IsMember({"auto", "fp16", "bf16", "off"}));
+}
+
 // The train.py flags, shared by `train` and `profile` (which runs the same configuration briefly).
 void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress) {
   cmd->add_option("--weights", o.weights, "initial weights: a YOLOv5 .pt or a Kestrel checkpoint ('' = from scratch)");
@@ -27,8 +37,7 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--nbs", o.nbs, "nominal batch: gradients of round(nbs/batch) batches per optimizer step");
   cmd->add_option("--lr-scale", o.lr_scale, "scale lr0 when batch x accumulation passes --nbs: none, linear or sqrt")
       ->check(CLI::IsMember({"none", "linear", "sqrt"}));
-  cmd->add_option("--amp", o.amp, "mixed precision: auto (measured), fp16 (CUDA), bf16 or off")
-      ->check(CLI::IsMember({"auto", "fp16", "bf16", "off"}));
+  add_amp_flag(cmd, o.amp, "mixed precision: auto (measured), fp16 (CUDA), bf16 or off");
   cmd->add_flag("--rect", o.rect, "rectangular training");
   cmd->add_option("--cache", o.cache,
                   "cache images: ram (when given alone), disk or none; default auto = ram when the images take "
@@ -41,9 +50,7 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--optimizer", o.optimizer, "SGD, Adam or AdamW")->check(CLI::IsMember({"SGD", "Adam", "AdamW"}));
   cmd->add_option("--workers", workers, "loader threads, or auto");
   cmd->add_option("--prefetch", o.prefetch, "batches prepared ahead of the model");
-  cmd->add_option("--project", o.project, "save to project/name");
-  cmd->add_option("--name", o.name, "save to project/name");
-  cmd->add_flag("--exist-ok", o.exist_ok, "existing project/name ok, do not increment");
+  add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);
   cmd->add_option("--freeze", o.freeze, "freeze layers: backbone=10, first3=0 1 2")->expected(1, -1);
   cmd->add_option("--seed", o.seed, "global training seed");
   cmd->add_flag("--no-progress", no_progress, "plain log lines instead of progress bars");

@@ -1,5 +1,5 @@
 // Flags that several commands share, registered once: the model to load (val, detect), the inference
-// settings (val, detect), and train.py's flags (train, profile).
+// settings (val, detect), the run folder, --amp, and train.py's flags (train, profile).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -12,6 +12,11 @@ namespace kestrel::cli {
 void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device);
 // --imgsz/--img/--img-size, --conf-thres, --iou-thres, --max-det, --half.
 void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, double& iou_thres, int& max_det, bool& half);
+
+// --project, --name, --exist-ok: the run folder project/name[N] (train, profile, detect, prune).
+void add_run_folder_flags(CLI::App* cmd, std::string& project, std::string& name, bool& exist_ok);
+// --amp auto|fp16|bf16|off (train, profile, prune).
+void add_amp_flag(CLI::App* cmd, std::string& amp, const std::string& help);
 
 // The train.py flags `train` and `profile` share; `workers` is the --workers text ("auto" or N).
 void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress);

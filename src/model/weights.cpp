@@ -93,11 +93,15 @@ BuiltModel build_model(const std::string& cfg, const std::string& weights, int n
 
 DetectionModel load_inference_model(const std::string& weights, const std::string& cfg, const torch::Device& device) {
   DetectionModel model = build_model(cfg, weights, 0).model;
-  model->to(device);
-  model->eval();
-  model->fuse();
-  model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+  prepare_for_inference(*model, device);
   return model;
+}
+
+void prepare_for_inference(DetectionModelImpl& model, const torch::Device& device) {
+  model.to(device);
+  model.eval();
+  model.fuse();
+  model.set_memory_format(torch::MemoryFormat::ChannelsLast);
 }
 
 std::string describe_build(const BuiltModel& built, const std::string& weights) {

@@ -46,6 +46,8 @@ BuiltModel checkpoint_architecture(const std::string& path);
 // val.py / detect.py: the weights' own model (their class count and names) on `device`, in eval mode,
 // Conv+BN fused, channels-last. cfg is only needed for weights that carry no yaml.
 DetectionModel load_inference_model(const std::string& weights, const std::string& cfg, const torch::Device& device);
+// What load_inference_model does to the model it builds: to `device`, eval, fused, channels-last.
+void prepare_for_inference(DetectionModelImpl& model, const torch::Device& device);
 
 // True when `path` is a Kestrel checkpoint (as opposed to a YOLOv5 .pt).
 bool is_kestrel_checkpoint(const std::string& path);

@@ -27,10 +27,7 @@ constexpr int kCalibrationBatches = 32;
 // Mean ms of a batch-1 eval forward of the fused model, after two warm-up passes.
 double inference_ms(const DetectionModelImpl& model, const torch::Device& device, int img_size, Precision p) {
   const std::shared_ptr<DetectionModelImpl> m = model.copy();
-  m->to(device);
-  m->eval();
-  m->fuse();
-  m->set_memory_format(torch::MemoryFormat::ChannelsLast);
+  prepare_for_inference(*m, device);
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::rand({1, 3, img_size, img_size}).contiguous(torch::MemoryFormat::ChannelsLast).to(device);
   constexpr int kWarmup = 3, kRuns = 20;
@@ -53,9 +50,7 @@ ModelFigures measure(const DetectionModelImpl& model, const PruneRunOptions& o, 
   f.layers = s.layers, f.parameters = s.parameters, f.gflops = s.gflops;
   if (validator) {
     const std::shared_ptr<DetectionModelImpl> m = model.copy();
-    m->to(device);
-    m->fuse();
-    m->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    prepare_for_inference(*m, device);
     const ValMetrics v = validator->run(*m, device).metrics;
     f.map50_95 = v.map, f.map50 = v.map50;
   }
@@ -76,8 +71,7 @@ void print_figures(const char* label, const ModelFigures& f, const std::string& 
 }
 
 // BatchNorm statistics of the pruned model from training images (letterboxed, not augmented).
-void recalibrate(DetectionModelImpl& model, const PruneRunOptions& o, const torch::Device& device) {
-  const DatasetConfig dc = load_dataset_config(o.data);
+void recalibrate(DetectionModelImpl& model, const DatasetConfig& dc, const PruneRunOptions& o, const torch::Device& device) {
   LoaderOptions lo;
   lo.img_size = o.img_size, lo.batch_size = o.batch_size, lo.workers = o.workers;
   lo.augment = false, lo.use_mosaic = false, lo.shuffle = true, lo.pad = 0.5;
@@ -113,8 +107,8 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   const torch::Device device = parse_device(o.device);
   DetectionModel model = build_model("", o.weights, 0).model;
   std::unique_ptr<Validator> validator;
+  const DatasetConfig dc = o.data.empty() ? DatasetConfig{} : load_dataset_config(o.data);
   if (!o.data.empty()) {
-    const DatasetConfig dc = load_dataset_config(o.data);
     if (dc.nc != model->nc())
       throw std::runtime_error(o.weights + " (" + std::to_string(model->nc()) + " classes) was not trained on " + o.data +
                                " (" + std::to_string(dc.nc) + " classes)");
@@ -129,7 +123,7 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   PruneRunSummary s;
   s.before = measure(*model, o, device, p, validator.get());
   s.pruned = prune_channels(*model, o.prune);
-  if (!o.data.empty()) recalibrate(*s.pruned.model, o, device);
+  if (validator) recalibrate(*s.pruned.model, dc, o, device);
   s.after = measure(*s.pruned.model, o, device, p, validator.get());
   std::printf("Pruned %lld of %lld prunable channels (%.1f%%; |gamma| threshold %.4g, at least %d per layer, multiples of %d)\n",
               static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),

@@ -5,34 +5,21 @@
 
 namespace kestrel {
 
-namespace {
-
-// Multiplies every gradient by inv_scale in place; true when any is inf or NaN afterwards. One host
-// read at the end, so a GPU is synchronised once per step.
-bool unscale_and_check(const std::vector<torch::Tensor>& params, double inv_scale) {
-  torch::Tensor bad;
-  for (const torch::Tensor& p : params) {
-    torch::Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (inv_scale != 1.0) g.mul_(static_cast<float>(inv_scale));  // GradScaler's float32 reciprocal
-    const torch::Tensor b = g.isfinite().all().logical_not();
-    bad = bad.defined() ? bad.logical_or(b) : b;
-  }
-  return bad.defined() && bad.item<bool>();
-}
-
-}  // namespace
 
 torch::Tensor GradScaler::scale(const torch::Tensor& loss) const {
   return enabled_ ? loss * static_cast<float>(state_.scale) : loss;
 }
 
 bool GradScaler::step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params, double max_norm) {
-  bool found_inf = enabled_ && unscale_and_check(params, 1.0 / static_cast<float>(state_.scale));
-  if (!found_inf) {
-    const double norm = torch::nn::utils::clip_grad_norm_(params, max_norm);
-    found_inf = !std::isfinite(norm);
+  if (enabled_) {
+    torch::NoGradGuard no_grad;
+    const float inv_scale = 1.0f / static_cast<float>(state_.scale);  // GradScaler's float32 reciprocal
+    for (const torch::Tensor& p : params)
+      if (p.grad().defined()) p.grad().mul_(inv_scale);
   }
+  // The clip's total norm is inf/NaN exactly when a gradient is: one pass over the gradients and one
+  // host read serve the clip and the check.
+  const bool found_inf = !std::isfinite(torch::nn::utils::clip_grad_norm_(params, max_norm));
   if (!found_inf) optimizer.step();
   if (enabled_) update(found_inf);
   return !found_inf;

@@ -97,7 +97,6 @@ class Trainer {
   int nb_ = 0;  // batches per epoch
 
   Precision precision_ = Precision::fp32;  // forward passes under autocast unless fp32
-  BatchPlan plan_;
   GradScaler scaler_;                      // enabled for fp16
   DivergenceWatch divergence_;             // stops the run on a streak of non-finite steps
   SparsityTraining sparsity_;              // --sparsity: the BN penalty and |gamma| records

@@ -178,9 +178,9 @@ void Trainer::prepare_batch() {
     std::cout << choice.why << "\n";
     opt_.batch_size = choice.batch;
   }
-  plan_ = make_batch_plan(hyp_, opt_.batch_size, opt_.nbs, parse_lr_scale(opt_.lr_scale));
-  hyp_.lr0 = plan_.lr0;
-  std::cout << "Batch: " << plan_.line() << "\n";
+  const BatchPlan plan = make_batch_plan(hyp_, opt_.batch_size, opt_.nbs, parse_lr_scale(opt_.lr_scale));
+  hyp_.lr0 = plan.lr0;  // the schedule derives accumulation and weight decay from the same rule
+  std::cout << "Batch: " << plan.line() << "\n";
   scaler_ = GradScaler(precision_ == Precision::fp16);
   divergence_ = DivergenceWatch(scaler_.enabled());
 }
