@@ -20,6 +20,7 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--nosave", o.nosave, "only save the final checkpoint");
   cmd->add_flag("--noval", o.noval, "only validate the final epoch");
   cmd->add_flag("--noplots", o.noplots, "save no plot files");
+  cmd->add_flag("--noautoanchor", o.noautoanchor, "keep the model's anchors (no AutoAnchor check)");
   cmd->add_flag("--cos-lr", o.cos_lr, "cosine LR scheduler");
   cmd->add_option("--label-smoothing", o.label_smoothing, "label smoothing epsilon");
   cmd->add_option("--patience", o.patience, "early stopping patience (epochs without improvement)");

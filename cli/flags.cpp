@@ -9,8 +9,7 @@ void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std:
   cmd->add_option("--device", device, "cpu, or cuda device: 0 or cuda:0");
 }
 
-void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, double& iou_thres, int& max_det, bool& half) {
-  cmd->add_option("--imgsz,--img,--img-size", img_size, "inference size (pixels)");
+void add_inference_flags(CLI::App* cmd, double& conf_thres, double& iou_thres, int& max_det, bool& half) {
   cmd->add_option("--conf-thres", conf_thres, "confidence threshold");
   cmd->add_option("--iou-thres", iou_thres, "NMS IoU threshold");
   cmd->add_option("--max-det", max_det, "maximum detections per image");

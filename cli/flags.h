@@ -10,8 +10,8 @@ namespace kestrel::cli {
 
 // --weights (required), --cfg, --device.
 void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device);
-// --imgsz/--img/--img-size, --conf-thres, --iou-thres, --max-det, --half.
-void add_inference_flags(CLI::App* cmd, int& img_size, double& conf_thres, double& iou_thres, int& max_det, bool& half);
+// --conf-thres, --iou-thres, --max-det, --half (--imgsz differs: one size for val, H W for detect).
+void add_inference_flags(CLI::App* cmd, double& conf_thres, double& iou_thres, int& max_det, bool& half);
 
 // --project, --name, --exist-ok: the run folder project/name[N] (train, profile, detect, prune).
 void add_run_folder_flags(CLI::App* cmd, std::string& project, std::string& name, bool& exist_ok);

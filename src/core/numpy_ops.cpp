@@ -201,4 +201,20 @@ double trapz(const std::vector<double>& y, const std::vector<double>& x) {
   return sum(terms);
 }
 
+std::vector<double> box_smooth(const std::vector<double>& y, double f) {
+  const size_t nf = static_cast<size_t>(std::nearbyint(static_cast<double>(y.size()) * f * 2)) / 2 + 1;
+  const size_t pad = nf / 2;
+  std::vector<double> padded(pad, y.front());
+  padded.insert(padded.end(), y.begin(), y.end());
+  padded.insert(padded.end(), pad, y.back());
+  const double weight = 1.0 / static_cast<double>(nf);
+  std::vector<double> out(padded.size() - nf + 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    double acc = 0.0;
+    for (size_t k = 0; k < nf; ++k) acc += padded[i + k] * weight;
+    out[i] = acc;
+  }
+  return out;
+}
+
 }  // namespace kestrel::numpy

@@ -1,7 +1,7 @@
 // The few numpy 1.24 routines YOLOv5's metrics lean on, reproduced operation for operation so the
 // C++ metrics agree with the Python ones to the last bit where that is feasible: argsort's default
 // introsort (not stable: its tie order is part of the result), pairwise summation (np.sum/np.mean),
-// np.interp, np.linspace and np.trapz.
+// np.interp, np.linspace and np.trapz; and utils/metrics.py smooth, which is np.convolve.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -30,5 +30,10 @@ std::vector<double> interp(const std::vector<double>& x, const std::vector<doubl
 
 // np.trapz(y, x).
 double trapz(const std::vector<double>& y, const std::vector<double>& x);
+
+// utils/metrics.py smooth(y, f): box filter of odd width round(len*f*2)//2 + 1, edges padded by
+// repetition (np.convolve 'valid'). Used for argmax and plots only, so the dot product's summation
+// order (BLAS-dependent in numpy) does not matter.
+std::vector<double> box_smooth(const std::vector<double>& y, double f);
 
 }  // namespace kestrel::numpy

@@ -91,43 +91,27 @@ torch::Tensor process_batch(const torch::Tensor& detections, const torch::Tensor
   return correct.to(iouv.device());
 }
 
-double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision) {
-  std::vector<double> mrec, mpre;
-  mrec.reserve(recall.size() + 2);
-  mpre.reserve(precision.size() + 2);
-  mrec.push_back(0.0);
+namespace {
+// compute_ap's precision envelope over recall, with the sentinels (0, 1) and (1, 0) added.
+void precision_envelope(const std::vector<double>& recall, const std::vector<double>& precision,
+                        std::vector<double>& mrec, std::vector<double>& mpre) {
+  mrec.assign(1, 0.0);
   mrec.insert(mrec.end(), recall.begin(), recall.end());
   mrec.push_back(1.0);
-  mpre.push_back(1.0);
+  mpre.assign(1, 1.0);
   mpre.insert(mpre.end(), precision.begin(), precision.end());
   mpre.push_back(0.0);
-  for (size_t k = mpre.size() - 1; k-- > 0;) mpre[k] = std::max(mpre[k], mpre[k + 1]);  // envelope
+  for (size_t k = mpre.size() - 1; k-- > 0;) mpre[k] = std::max(mpre[k], mpre[k + 1]);
+}
+}  // namespace
+
+double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision) {
+  std::vector<double> mrec, mpre;
+  precision_envelope(recall, precision, mrec, mpre);
   static const std::vector<double> grid = numpy::linspace(0, 1, 101);  // COCO's 101 points
   return numpy::trapz(numpy::interp(grid, mrec, mpre, mpre.front(), mpre.back()), grid);
 }
 
-namespace {
-
-// utils/metrics.py smooth(y, f): box filter of odd width round(len*f*2)//2 + 1, edges padded by
-// repetition (np.convolve 'valid'). Only its argmax is used, so the dot product's summation order
-// (BLAS-dependent in numpy) does not matter.
-std::vector<double> smooth(const std::vector<double>& y, double f) {
-  const size_t nf = static_cast<size_t>(std::nearbyint(static_cast<double>(y.size()) * f * 2)) / 2 + 1;
-  const size_t pad = nf / 2;
-  std::vector<double> padded(pad, y.front());
-  padded.insert(padded.end(), y.begin(), y.end());
-  padded.insert(padded.end(), pad, y.back());
-  const double weight = 1.0 / static_cast<double>(nf);
-  std::vector<double> out(padded.size() - nf + 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    double acc = 0.0;
-    for (size_t k = 0; k < nf; ++k) acc += padded[i + k] * weight;
-    out[i] = acc;
-  }
-  return out;
-}
-
-}  // namespace
 
 ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vector<float>& conf,
                         const std::vector<float>& pred_cls, const std::vector<float>& target_cls) {
@@ -169,6 +153,8 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
   std::vector<std::vector<double>> p(nc, std::vector<double>(kGrid, 0.0));
   std::vector<std::vector<double>> r(nc, std::vector<double>(kGrid, 0.0));
   res.ap.assign(nc * niou, 0.0);
+  res.px = px;
+  res.pr_curve.assign(nc, std::vector<double>(kGrid, 0.0));
 
   std::vector<double> xp, recall, precision;
   for (size_t ci = 0; ci < nc; ++ci) {
@@ -191,6 +177,9 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
       if (j == 0) {
         r[ci] = numpy::interp(neg_px, xp, recall, 0.0, recall.back());
         p[ci] = numpy::interp(neg_px, xp, precision, 1.0, precision.back());
+        std::vector<double> mrec, mpre;  // the PR curve: the envelope at the recall grid
+        precision_envelope(recall, precision, mrec, mpre);
+        res.pr_curve[ci] = numpy::interp(px, mrec, mpre, mpre.front(), mpre.back());
       }
       res.ap[ci * niou + j] = compute_ap(recall, precision);
     }
@@ -205,7 +194,7 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
       f1_mean[k] += f1[ci][k];
     }
   for (double& v : f1_mean) v /= static_cast<double>(nc);
-  const auto smoothed = smooth(f1_mean, 0.1);
+  const auto smoothed = numpy::box_smooth(f1_mean, 0.1);
   const size_t best = std::max_element(smoothed.begin(), smoothed.end()) - smoothed.begin();
 
   for (size_t ci = 0; ci < nc; ++ci) {
@@ -217,6 +206,7 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
     res.tp.push_back(tps);
     res.fp.push_back(std::nearbyint(tps / (p[ci][best] + eps) - tps));
   }
+  res.p_curve = std::move(p), res.r_curve = std::move(r), res.f1_curve = std::move(f1);
   return res;
 }
 
@@ -242,7 +232,7 @@ void ValStats::append(const torch::Tensor& correct_, const torch::Tensor& detect
 
 void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labels, int img_h,
                          int img_w, const LetterboxInfo& letterbox, const torch::Tensor& iouv,
-                         bool single_cls) {
+                         bool single_cls, ConfusionMatrix* confusion) {
   using torch::indexing::Slice;
   ++seen;
   auto pred = pred_in.to(torch::kFloat32);
@@ -250,6 +240,7 @@ void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labe
   auto correct_img = torch::zeros({npr, niou}, torch::kBool);
   if (npr == 0) {
     if (nl) append(correct_img, pred.reshape({0, 6}), labels.select(1, 0));
+    if (nl && confusion) confusion->add_missed(labels.select(1, 0));
     return;
   }
   if (single_cls) {
@@ -264,6 +255,7 @@ void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labe
     scale_boxes(tbox, letterbox);
     const auto labelsn = torch::cat({labels.index({Slice(), Slice(0, 1)}).to(torch::kFloat32), tbox}, 1);
     correct_img = process_batch(predn, labelsn, iouv);
+    if (confusion) confusion->process_batch(predn, labelsn);
   }
   append(correct_img, pred, labels.select(1, 0));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/types.h"
+#include "eval/confusion_matrix.h"
 
 namespace kestrel {
 
@@ -33,6 +34,10 @@ struct ApPerClass {
   std::vector<double> p, r, f1;
   std::vector<double> ap;      // [classes, niou] row-major
   int niou = 0;
+  // The curves YOLOv5 plots, one row per class above: px is the 1000-point grid, of recall for
+  // pr_curve (precision envelope at IoU 0.5), of confidence for p_curve, r_curve and f1_curve.
+  std::vector<double> px;
+  std::vector<std::vector<double>> pr_curve, p_curve, r_curve, f1_curve;
   double ap_at(size_t cls_row, int iou_index) const { return ap[cls_row * niou + iou_index]; }
 };
 
@@ -74,8 +79,10 @@ struct ValStats {
   // val.py's whole per-image step. pred: [k,6] NMS output in letterboxed pixels; labels: [m,5]
   // class, x, y, w, h normalized to the letterboxed image (img_h x img_w). Both are mapped to
   // original pixels with `letterbox` before matching at iouv. single_cls zeroes predicted classes.
+  // With `confusion`, the image is also counted in it as val.py does (only images with labels).
   void add_image(const torch::Tensor& pred, const torch::Tensor& labels, int img_h, int img_w,
-                 const LetterboxInfo& letterbox, const torch::Tensor& iouv, bool single_cls = false);
+                 const LetterboxInfo& letterbox, const torch::Tensor& iouv, bool single_cls = false,
+                 ConfusionMatrix* confusion = nullptr);
 
   // val.py's aggregation over everything appended so far (nc = number of dataset classes).
   ValMetrics compute(int nc) const;

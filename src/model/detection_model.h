@@ -48,6 +48,8 @@ class DetectionModelImpl : public torch::nn::Module {
   torch::Tensor stride_tensor() const;  // float32 [nl]
   // The Detect `anchors` buffer [nl, na, 2] in grid units (pixels / stride).
   torch::Tensor anchors() const { return detect_->anchors; }
+  // Replaces the anchors with `pixels` [nl, na, 2] (AutoAnchor), ordered and scaled as at build.
+  void set_pixel_anchors(const torch::Tensor& pixels) { detect_->set_pixel_anchors(pixels); }
   const ModelConfig& config() const { return cfg_; }
   const ModelSpec& spec() const { return spec_; }
   const std::vector<std::string>& names() const { return names_; }

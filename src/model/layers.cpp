@@ -207,6 +207,18 @@ torch::Tensor DetectImpl::decode(const std::vector<torch::Tensor>& raw) const {
 void DetectImpl::set_strides(const std::vector<double>& strides) {
   TORCH_CHECK(strides.size() == static_cast<size_t>(nl), "Detect: one stride per level expected");
   strides_ = strides;
+  order_and_scale_anchors();
+}
+
+void DetectImpl::set_pixel_anchors(const torch::Tensor& pixels) {
+  TORCH_CHECK(pixels.sizes() == anchors.sizes(), "Detect: anchors must be [nl, na, 2]");
+  torch::NoGradGuard no_grad;
+  anchors.copy_(pixels);
+  order_and_scale_anchors();
+}
+
+void DetectImpl::order_and_scale_anchors() {
+  const std::vector<double>& strides = strides_;
   torch::NoGradGuard no_grad;
   // check_anchor_order: anchor area must grow with stride, else flip the levels.
   const torch::Tensor area = anchors.prod(-1).mean(-1).view(-1);

@@ -136,6 +136,8 @@ class DetectImpl : public torch::nn::Module {
   // Called once the strides are known: check_anchor_order on the pixel anchors, then anchors to
   // grid units (anchors /= stride).
   void set_strides(const std::vector<double>& strides);
+  // New anchors in pixels [nl, na, 2] (AutoAnchor): check_anchor_order, then to grid units.
+  void set_pixel_anchors(const torch::Tensor& pixels);
   // YOLOv5's _initialize_biases (cf=None): objectness prior of 8 objects per 640 image, class
   // prior 0.6/(nc-0.99).
   void initialize_biases();
@@ -147,6 +149,7 @@ class DetectImpl : public torch::nn::Module {
   std::vector<torch::nn::Conv2d> convs;
 
  private:
+  void order_and_scale_anchors();  // check_anchor_order on pixel anchors, then anchors /= stride
   std::vector<double> strides_;
 };
 TORCH_MODULE(Detect);

@@ -368,8 +368,18 @@ LayerArgs typed_args(const LayerSpec& spec) {
   ArgReader r(spec.args, spec, 4);
   DetectArgs a;
   a.nc = r.integer(0, 80, "nc");
-  if (!r.has(1) || r.at(1).kind != Arg::Kind::List) fail(spec.where, "Detect needs anchors");
-  for (const Arg& level : r.at(1).list) {
+  if (!r.has(1) || (r.at(1).kind != Arg::Kind::List && r.at(1).kind != Arg::Kind::Int))
+    fail(spec.where, "Detect needs anchors");
+  for (const Arg& c : r.at(2).list) a.ch.push_back(c.i);
+  if (r.at(1).kind == Arg::Kind::Int) {
+    // `anchors: N`: N placeholder anchors per level (0, 1, ..., 2N-1 as in parse_model), which
+    // AutoAnchor replaces before training.
+    if (r.at(1).i < 1) r.bad(1, "anchors", "a positive anchor count");
+    std::vector<double> row;
+    for (int64_t v = 0; v < 2 * r.at(1).i; ++v) row.push_back(static_cast<double>(v));
+    a.anchors.assign(a.ch.size(), row);
+  }
+  for (const Arg& level : r.at(1).kind == Arg::Kind::List ? r.at(1).list : std::vector<Arg>{}) {
     if (level.kind != Arg::Kind::List || level.list.empty() || level.list.size() % 2)
       r.bad(1, "anchors", "rows of (w, h) pairs");
     std::vector<double> row;
@@ -381,7 +391,6 @@ LayerArgs typed_args(const LayerSpec& spec) {
       r.bad(1, "anchors", "rows with the same number of anchors");
     a.anchors.push_back(std::move(row));
   }
-  for (const Arg& c : r.at(2).list) a.ch.push_back(c.i);
   if (a.anchors.size() != a.ch.size())
     fail(spec.where, "Detect has " + std::to_string(a.anchors.size()) + " anchor rows but " +
                          std::to_string(a.ch.size()) + " inputs");

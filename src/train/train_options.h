@@ -23,6 +23,7 @@ struct TrainOptions {
   bool nosave = false;          // only save the final checkpoint
   bool noval = false;           // only validate the final epoch
   bool noplots = false;
+  bool noautoanchor = false;    // keep the model's anchors whatever their fit to the labels
   std::string cache = "auto";   // auto | none | ram | disk (auto: choose_auto_cache, data/image_cache.h)
   std::string device = "cpu";   // cpu | cuda | cuda:N | N
   bool multi_scale = false;

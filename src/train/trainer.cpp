@@ -11,7 +11,9 @@
 
 #include "data/augment/rng.h"
 #include "profile/report_json.h"
+#include "report/batch_plot.h"
 #include "report/progress_bar.h"
+#include "report/results_plot.h"
 #include "train/optimizer.h"
 #include "val/batch_tensors.h"
 #include "core/elapsed.h"
@@ -85,6 +87,7 @@ void Trainer::train_epoch(int epoch) {
     const Batch* batch = resident_images_.defined() ? nullptr : loader_->next();
     if (!batch && !resident_images_.defined()) break;
     timeline_.mark(StepStage::data_wait);
+    if (epoch == 0 && i < 3 && batch && !opt_.noplots) plot_train_batch(i, *batch);
     train_step(epoch, i, batch);
     bar.update(1, [&] {
       char wait[16];
@@ -172,9 +175,11 @@ void Trainer::validate(int epoch, bool final_epoch) {
   if (!(due || final_epoch) || step_budget_spent_) return;
   timeline_.start();
   auto* ema_model = dynamic_cast<DetectionModelImpl*>(&ema_->module());
+  ValOutputs outputs;
+  if (final_epoch && !opt_.noplots) outputs.plot_dir = run_.save_dir;  // val.py's plots, once, at the end
   last_val_ = validator_->run(*ema_model, device_, [&](const std::vector<torch::Tensor>& raw, const torch::Tensor& t) {
     return (*loss_)(raw, t).second;
-  });
+  }, outputs);
   std::cout << format_val_table(last_val_.metrics, names_, false) << std::flush;
   timeline_.mark(StepStage::validation);
   val_seconds_ += last_val_.seconds;
@@ -257,6 +262,26 @@ void Trainer::save_mid_epoch(int epoch, int batch, bool in_background) {
   }
 }
 
+// train_batch0-2.jpg: the augmented batch as the model sees it, drawn off the training thread.
+void Trainer::plot_train_batch(int i, const Batch& batch) {
+  plot_jobs_.push_back(std::async(std::launch::async, [picture = picture_of(batch), names = names_,
+                                                       path = run_.save_dir + "/train_batch" + std::to_string(i) + ".jpg"] {
+    write_batch_plot(picture, names, path);
+  }));
+}
+
+void Trainer::finish_plots() {
+  for (auto& job : plot_jobs_) {
+    try {
+      job.get();
+    } catch (const std::exception& e) {
+      std::cerr << "WARNING: " << e.what() << "\n";
+    }
+  }
+  plot_jobs_.clear();
+  if (!opt_.noplots && fs::exists(run_.results_csv())) write_results_plot(run_.results_csv(), run_.save_dir + "/results.png");
+}
+
 TrainResult Trainer::finish() {
   writer_.wait();
   TrainResult result;
@@ -285,6 +310,7 @@ TrainResult Trainer::finish() {
   const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";
+  finish_plots();
   if (sparsity_.enabled() && !opt_.noplots) sparsity_.write_plot(run_.save_dir + "/gamma_hist.png");
   write_run_report(run_.save_dir + "/report.json", result.timeline, sampler_.samples(), verdict,
                    !opt_.noplots ? run_.save_dir + "/timeline.png" : "");

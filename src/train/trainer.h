@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,7 @@ class Trainer {
   void setup_run();             // --resume options, demo data, threads, seed, run folder, opt.json, hyp
   void prepare_data();          // data.yaml, class names, indexes, scan
   void prepare_model();         // build or transfer, class names, freeze, summary, image size vs stride
+  void check_anchors();         // AutoAnchor: new anchors when the current ones fit the labels poorly
   void prepare_batch();         // --amp (measured when auto), --batch-size -1 (AutoBatch), nominal batch, LR
   void prepare_loaders();       // cache choice, the train loader, --workers auto, the validator
   void prepare_optimization();  // validator, schedule, optimizer, EMA, loss, early stopping, checkpoint meta
@@ -79,6 +81,8 @@ class Trainer {
   ResumePoint resume_point(int epoch, int batch) const;
   std::string checkpoint_bytes(int epoch, int batch);
   void save_mid_epoch(int epoch, int batch, bool in_background);
+  void plot_train_batch(int i, const Batch& batch);
+  void finish_plots();  // waits for the batch pictures, draws results.png
   TrainResult finish();
 
   TrainOptions opt_;
@@ -133,6 +137,7 @@ class Trainer {
   double epoch_train_seconds_ = 0, train_seconds_ = 0, val_seconds_ = 0;
   int val_passes_ = 0, epochs_run_ = 0;
   BackgroundWriter writer_;  // --save-minutes checkpoints
+  std::vector<std::future<void>> plot_jobs_;  // train_batch pictures being drawn
   std::chrono::steady_clock::time_point last_save_;
 };
 

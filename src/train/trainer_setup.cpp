@@ -1,5 +1,6 @@
 // Trainer set-up stages, in train.py's order: run folder and options, data, model, loaders,
 // optimization, and the restored state of a resumed run.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,8 +12,10 @@
 #include "data/index/scan_report.h"
 #include "data/loader/worker_tuning.h"
 #include "model/model_info.h"
+#include "report/labels_plot.h"
 #include "report/progress_callback.h"
 #include "train/amp_choice.h"
+#include "train/auto_anchor.h"
 #include "train/auto_batch.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
@@ -114,6 +117,11 @@ void Trainer::prepare_data() {
   for (const auto& w : val_index_.warnings) std::cerr << "WARNING: " << w << "\n";
   std::cout << "train: " << format_index_stats(train_index_.stats) << "\n";
   std::cout << "val: " << format_index_stats(val_index_.stats) << "\n";
+  if (!opt_.noplots && resume_ckpt_.empty()) {
+    std::vector<Label> labels;
+    for (const ImageRecord& r : train_index_.records) labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+    write_labels_plot(labels, names_, run_.save_dir + "/labels.jpg");
+  }
   if (train_index_.records.empty()) throw std::runtime_error(opt_.data + ": no training images found");
   if (!opt_.scan) return;
   // The health check (data/scan.h): the index already skips what cannot be used; this says what is wrong.
@@ -158,6 +166,22 @@ void Trainer::prepare_model() {
     std::cerr << "WARNING: --img " << opt_.img_size << " must be a multiple of max stride " << gs_ << ", updating to " << fixed << "\n";
     opt_.img_size = fixed;
   }
+  if (resume_ckpt_.empty()) check_anchors();
+}
+
+// train.py's check_anchors, before the loss copies the anchors: a model whose yaml only gives an
+// anchor count must get anchors, so --noautoanchor cannot apply to it.
+void Trainer::check_anchors() {
+  const bool placeholder = model_->config().anchors.kind == Arg::Kind::Int;
+  if (opt_.noautoanchor && !placeholder) return;
+  const torch::Tensor pixels = (model_->anchors() * model_->stride_tensor().to(device_).view({-1, 1, 1})).cpu().contiguous();
+  std::vector<AnchorWH> current(static_cast<size_t>(pixels.numel() / 2));
+  std::memcpy(current.data(), pixels.data_ptr<float>(), current.size() * sizeof(AnchorWH));
+  const AutoAnchorResult fit = auto_anchor(train_index_.records, current, opt_.img_size, hyp_.anchor_t, opt_.seed, placeholder);
+  std::cout << fit.report;
+  if (!fit.replaced) return;
+  const torch::Tensor fresh = torch::from_blob(const_cast<AnchorWH*>(fit.anchors.data()), pixels.sizes(), torch::kFloat32);
+  model_->set_pixel_anchors(fresh.clone().to(device_));
 }
 
 void Trainer::prepare_batch() {

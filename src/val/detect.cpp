@@ -1,6 +1,7 @@
 // detect.py's inference path on one image, its txt lines and its annotated image.
 #include "val/detect.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "data/augment/letterbox.h"
 #include "eval/boxes.h"
 #include "eval/nms.h"
+#include "report/plot_canvas.h"
 #include "val/batch_tensors.h"
 
 namespace kestrel {
@@ -17,15 +19,6 @@ namespace kestrel {
 namespace {
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Distinct, stable colours per class: hues spaced by the golden angle, bright and saturated.
-cv::Scalar class_colour(int cls) {
-  const double hue = std::fmod(cls * 0.618033988749895, 1.0) * 180.0;  // OpenCV hue range 0..180
-  cv::Mat hsv(1, 1, CV_8UC3, cv::Scalar(hue, 200, 240)), bgr;
-  cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
-  const auto p = bgr.at<cv::Vec3b>(0, 0);
-  return cv::Scalar(p[0], p[1], p[2]);
 }
 
 std::string class_name(int cls, const std::vector<std::string>& names) {
@@ -39,7 +32,7 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
   auto t0 = std::chrono::steady_clock::now();
   const int stride = static_cast<int>(model.stride().empty() ? 32 : model.stride().back());
   cv::Mat boxed;
-  letterbox(image, options.img_size, options.img_size, /*auto_pad=*/true, /*scaleup=*/true, boxed, nullptr, stride);
+  letterbox(image, options.img_h, options.img_w, /*auto_pad=*/true, /*scaleup=*/true, boxed, nullptr, stride);
   Batch batch;  // one image as the loader would hand it over: RGB NCHW uint8
   batch.n = 1;
   batch.h = out.input_h = boxed.rows;
@@ -79,7 +72,7 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
   return out;
 }
 
-std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf) {
+std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf, bool reversed) {
   std::string text;
   if (!boxes.defined() || boxes.size(0) == 0) return text;
   const torch::Tensor gain = torch::tensor({image_w, image_h, image_w, image_h}, torch::kFloat32);
@@ -87,7 +80,8 @@ std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int 
   const auto b = boxes.accessor<float, 2>();
   const auto n = xywh.accessor<float, 2>();
   char buf[160];
-  for (int64_t i = boxes.size(0) - 1; i >= 0; --i) {
+  for (int64_t k = 0; k < boxes.size(0); ++k) {
+    const int64_t i = reversed ? boxes.size(0) - 1 - k : k;
     int len = std::snprintf(buf, sizeof buf, "%g %g %g %g %g", static_cast<double>(b[i][5]), static_cast<double>(n[i][0]),
                             static_cast<double>(n[i][1]), static_cast<double>(n[i][2]), static_cast<double>(n[i][3]));
     if (save_conf) len += std::snprintf(buf + len, sizeof buf - len, " %g", static_cast<double>(b[i][4]));
@@ -103,6 +97,16 @@ std::string summarize_detections(const torch::Tensor& boxes, const std::vector<s
   std::string s;
   for (const auto& [cls, n] : counts) s += std::to_string(n) + " " + class_name(cls, names) + (n > 1 ? "s" : "") + ", ";
   return s;
+}
+
+cv::Mat crop_box(const cv::Mat& image, float x1, float y1, float x2, float y2) {
+  // float32 as save_one_box's tensor: centre and size, size * 1.02 + 10, back to corners, .long()
+  const float cx = (x1 + x2) / 2, cy = (y1 + y2) / 2, w = (x2 - x1) * 1.02f + 10, h = (y2 - y1) * 1.02f + 10;
+  const auto clip = [](float v, int hi) { return std::clamp(static_cast<int>(v), 0, hi); };  // .long() truncates
+  const int a = clip(cx - w / 2, image.cols), b = clip(cy - h / 2, image.rows);
+  const int c = clip(cx + w / 2, image.cols), d = clip(cy + h / 2, image.rows);
+  if (c <= a || d <= b) return {};
+  return image(cv::Rect(a, b, c - a, d - b));
 }
 
 void draw_detections(cv::Mat& image, const torch::Tensor& boxes, const std::vector<std::string>& names, int line_width,

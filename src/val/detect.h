@@ -15,7 +15,7 @@
 namespace kestrel {
 
 struct DetectOptions {
-  int img_size = 640;
+  int img_h = 640, img_w = 640;  // --imgsz H W: the shape the image is fitted into (stride multiples)
   double conf_thres = 0.25, iou_thres = 0.45;
   int max_det = 1000;
   std::vector<int> classes;  // keep only these classes; empty keeps all
@@ -34,13 +34,19 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
                         const torch::Device& device);
 
 // The --save-txt file content: one "cls cx cy w h[ conf]" line per detection, normalised by the
-// original image size, numbers as Python's "%g", lowest confidence first (detect.py walks
-// reversed(det)). Empty when there are no detections.
-std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf);
+// original image size, numbers as Python's "%g", lowest confidence first as detect.py walks
+// reversed(det), or highest first as val.py's save_one_txt (reversed = false). Empty when there are
+// no detections.
+std::string detections_to_yolo_txt(const torch::Tensor& boxes, int image_h, int image_w, bool save_conf,
+                                   bool reversed = true);
 
 // detect.py's per-image summary: "2 persons, 1 bus, " (classes in ascending order), or
 // "(no detections), ".
 std::string summarize_detections(const torch::Tensor& boxes, const std::vector<std::string>& names);
+
+// --save-crop's picture of one box, as save_one_box: the box grown by 2% plus 10 px a side, cut to
+// whole pixels and to the image (a view into `image`; empty when nothing of it is inside).
+cv::Mat crop_box(const cv::Mat& image, float x1, float y1, float x2, float y2);
 
 // Draws boxes with "name conf" labels. line_width 0 picks YOLOv5's default from the image size.
 void draw_detections(cv::Mat& image, const torch::Tensor& boxes, const std::vector<std::string>& names,

@@ -1,6 +1,7 @@
 // The val command: index the split, load the model, check its classes, validate, print the table.
 #include "val/val_run.h"
 
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -8,7 +9,11 @@
 #include "data/index/index_report.h"
 #include "data/index/label_index.h"
 #include "model/weights.h"
+#include "report/run_dir.h"
 #include "val/batch_tensors.h"
+#include "val/val_saving.h"
+
+namespace fs = std::filesystem;
 
 namespace kestrel {
 
@@ -28,10 +33,24 @@ ValResult run_val(const ValRunOptions& o) {
   ValOptions vo = o.val;
   vo.precision = inference_precision(o.half, dev);
   if (o.half) std::cout << "--half: " << precision_name(vo.precision) << " autocast inference\n";
+  const std::string save_dir = increment_path(o.project + "/" + o.name, o.exist_ok, "", /*mkdir=*/true);
+  ValSaver saver(o.save_txt ? save_dir + "/labels" : "", o.save_conf, o.save_json, is_coco_val(dc.val));
+  ValOutputs outputs;
+  outputs.plot_dir = o.noplots ? "" : save_dir;
+  if (o.save_txt || o.save_json) outputs.on_image = [&](const std::string& path, const torch::Tensor& predn, const LetterboxInfo& shape) {
+    saver.add(path, predn, shape);
+  };
   Validator validator(index.records, model->names(), vo);
-  const ValResult r = validator.run(*model, dev);
+  const ValResult r = validator.run(*model, dev, nullptr, outputs);
   std::cout << format_val_table(r.metrics, model->names(), o.verbose || model->nc() < 50)
             << format_val_speed(r, o.val.img_size, o.val.batch_size) << "\n";
+  if (o.save_json) {
+    const std::string json = save_dir + "/" + fs::path(o.weights).stem().string() + "_predictions.json";
+    const size_t n = saver.write_json(json);
+    std::cout << "Saved " << n << " detections to " << json << " (COCO results format; score it with pycocotools' COCOeval)\n";
+  }
+  if (o.save_txt) std::cout << saver.label_files() << " labels saved to " << save_dir << "/labels\n";
+  std::cout << "Results saved to " << save_dir << "\n";
   return r;
 }
 

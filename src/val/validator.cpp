@@ -6,7 +6,9 @@
 
 #include "eval/nms.h"
 #include "report/progress_bar.h"
+#include "eval/boxes.h"
 #include "val/batch_tensors.h"
+#include "val/val_plots.h"
 #include "core/elapsed.h"
 
 namespace kestrel {
@@ -25,12 +27,21 @@ LoaderOptions val_loader_options(const ValOptions& o) {
   l.cache = o.cache;
   return l;
 }
+// NMS output in letterboxed pixels -> original pixels (val.py's predn), classes zeroed for single_cls.
+torch::Tensor scaled_to_original(const torch::Tensor& pred, const LetterboxInfo& shape, bool single_cls) {
+  torch::Tensor predn = pred.to(torch::kFloat32).clone();
+  if (single_cls) predn.select(1, 5).zero_();
+  scale_boxes(predn, shape);
+  return predn;
+}
+
 }  // namespace
 
 Validator::Validator(std::vector<ImageRecord> records, std::vector<std::string> names, ValOptions options)
     : names_(std::move(names)), options_(options), loader_(std::move(records), val_loader_options(options)) {}
 
-ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss) {
+ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss,
+                         const ValOutputs& outputs) {
   const auto start = std::chrono::steady_clock::now();
   const bool was_training = model.is_training();
   model.eval();
@@ -44,6 +55,8 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
   const torch::Tensor iouv = iou_thresholds();
 
   ValStats stats;
+  const bool plots = !outputs.plot_dir.empty();
+  ConfusionMatrix confusion(static_cast<int>(names_.size()));
   ValResult result;
   torch::Tensor loss_sum = torch::zeros({3});
   double t_pre = 0, t_inf = 0, t_nms = 0;
@@ -76,13 +89,17 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
     const torch::Tensor image_index = cpu_targets.select(1, 0);
     for (int si = 0; si < batch->n; ++si) {
       const torch::Tensor labels = cpu_targets.index({image_index == si}).slice(1, 1, 6);
-      stats.add_image(preds[si].to(torch::kCPU), labels, batch->h, batch->w, batch->shapes[si], iouv, options_.single_cls);
+      const torch::Tensor pred = preds[si].to(torch::kCPU);
+      stats.add_image(pred, labels, batch->h, batch->w, batch->shapes[si], iouv, options_.single_cls, plots ? &confusion : nullptr);
+      if (outputs.on_image) outputs.on_image(batch->paths[si], scaled_to_original(pred, batch->shapes[si], options_.single_cls), batch->shapes[si]);
     }
+    if (plots) write_val_batch_plots(outputs.plot_dir, static_cast<int>(nbatches), *batch, preds, names_);
     ++nbatches;
     bar.update(1);
   }
   bar.close();
   result.metrics = stats.compute(static_cast<int>(names_.size()));
+  if (plots) write_val_summary_plots(outputs.plot_dir, confusion, stats, names_);
   const double n = std::max<double>(1, static_cast<double>(stats.seen));
   result.ms_pre = 1000 * t_pre / n;
   result.ms_inference = 1000 * t_inf / n;

@@ -37,6 +37,14 @@ struct ValResult {
   double ms_pre = 0, ms_inference = 0, ms_nms = 0;  // per image, as val.py's "Speed:" line
 };
 
+// What a pass writes beside its metrics: val.py's plots, and each image's detections for --save-txt
+// and --save-json.
+struct ValOutputs {
+  std::string plot_dir;  // val_batch0-2 pictures, confusion matrix, PR/F1/P/R curves ("" = none)
+  // Per image: its path, its detections [k,6] (x1, y1, x2, y2, conf, cls) in original pixels, its size.
+  std::function<void(const std::string& path, const torch::Tensor& predn, const LetterboxInfo& shape)> on_image;
+};
+
 // (raw per-level outputs, targets [n,6]) -> detached [lbox, lobj, lcls].
 using ValLossFn = std::function<torch::Tensor(const std::vector<torch::Tensor>&, const torch::Tensor&)>;
 
@@ -44,7 +52,8 @@ class Validator {
  public:
   Validator(std::vector<ImageRecord> records, std::vector<std::string> names, ValOptions options);
   // Runs one pass over the validation set with `model` (put in eval mode for the pass and restored).
-  ValResult run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss = nullptr);
+  ValResult run(DetectionModelImpl& model, const torch::Device& device, const ValLossFn& loss = nullptr,
+                const ValOutputs& outputs = {});
   size_t images() const { return loader_.size(); }
   const std::vector<std::string>& names() const { return names_; }
 

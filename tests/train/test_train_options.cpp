@@ -11,7 +11,7 @@ TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
   TrainOptions o;
   o.weights = "w.pt", o.cfg = "c.yaml", o.data = "d.yaml", o.hyp = "h.yaml";
   o.epochs = 7, o.batch_size = 3, o.img_size = 96, o.rect = true, o.resume = "r.pt", o.nosave = true;
-  o.noval = true, o.noplots = true, o.cache = "disk", o.device = "cuda:1", o.multi_scale = true;
+  o.noval = true, o.noplots = true, o.noautoanchor = true, o.cache = "disk", o.device = "cuda:1", o.multi_scale = true;
   o.single_cls = true, o.optimizer = "AdamW", o.workers = 5, o.prefetch = 9, o.project = "p", o.name = "n";
   o.exist_ok = true, o.cos_lr = true, o.label_smoothing = 0.1, o.patience = 4, o.freeze = {1, 2, 5};
   o.save_period = 2, o.save_minutes = 2.5, o.seed = 11, o.close_mosaic = 3, o.val_period = 2;

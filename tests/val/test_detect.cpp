@@ -23,6 +23,8 @@ TEST(Detect, TxtLinesAreNormalisedXywhLowestConfidenceFirst) {
   EXPECT_EQ(detections_to_yolo_txt(boxes, 200, 400, true),
             "1 0.0625 0.125 0.125 0.25 0.5\n3 0.15 0.6 0.25 1 0.9\n");
   EXPECT_EQ(detections_to_yolo_txt(torch::zeros({0, 6}), 200, 400, true), "");
+  EXPECT_EQ(detections_to_yolo_txt(boxes, 200, 400, false, /*reversed=*/false),  // val.py's order
+            "3 0.15 0.6 0.25 1\n1 0.0625 0.125 0.125 0.25\n");
 }
 
 TEST(Detect, SummaryCountsClassesInAscendingOrder) {
