@@ -230,7 +230,7 @@ void ValStats::append(const torch::Tensor& correct_, const torch::Tensor& detect
   target_cls.insert(target_cls.end(), tp, tp + t.numel());
 }
 
-void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labels, int img_h,
+torch::Tensor ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labels, int img_h,
                          int img_w, const LetterboxInfo& letterbox, const torch::Tensor& iouv,
                          bool single_cls, ConfusionMatrix* confusion) {
   using torch::indexing::Slice;
@@ -241,7 +241,7 @@ void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labe
   if (npr == 0) {
     if (nl) append(correct_img, pred.reshape({0, 6}), labels.select(1, 0));
     if (nl && confusion) confusion->add_missed(labels.select(1, 0));
-    return;
+    return pred.reshape({0, 6});
   }
   if (single_cls) {
     pred = pred.clone();
@@ -258,6 +258,7 @@ void ValStats::add_image(const torch::Tensor& pred_in, const torch::Tensor& labe
     if (confusion) confusion->process_batch(predn, labelsn);
   }
   append(correct_img, pred, labels.select(1, 0));
+  return predn;
 }
 
 ValMetrics ValStats::compute(int nc) const {

@@ -80,7 +80,8 @@ struct ValStats {
   // class, x, y, w, h normalized to the letterboxed image (img_h x img_w). Both are mapped to
   // original pixels with `letterbox` before matching at iouv. single_cls zeroes predicted classes.
   // With `confusion`, the image is also counted in it as val.py does (only images with labels).
-  void add_image(const torch::Tensor& pred, const torch::Tensor& labels, int img_h, int img_w,
+  // Returns val.py's predn: the detections in original pixels ([0,6] when there are none).
+  torch::Tensor add_image(const torch::Tensor& pred, const torch::Tensor& labels, int img_h, int img_w,
                  const LetterboxInfo& letterbox, const torch::Tensor& iouv, bool single_cls = false,
                  ConfusionMatrix* confusion = nullptr);
 

@@ -379,7 +379,8 @@ LayerArgs typed_args(const LayerSpec& spec) {
     for (int64_t v = 0; v < 2 * r.at(1).i; ++v) row.push_back(static_cast<double>(v));
     a.anchors.assign(a.ch.size(), row);
   }
-  for (const Arg& level : r.at(1).kind == Arg::Kind::List ? r.at(1).list : std::vector<Arg>{}) {
+  const std::vector<Arg> no_rows;
+  for (const Arg& level : r.at(1).kind == Arg::Kind::List ? r.at(1).list : no_rows) {
     if (level.kind != Arg::Kind::List || level.list.empty() || level.list.size() % 2)
       r.bad(1, "anchors", "rows of (w, h) pairs");
     std::vector<double> row;

@@ -6,7 +6,6 @@
 
 #include "eval/nms.h"
 #include "report/progress_bar.h"
-#include "eval/boxes.h"
 #include "val/batch_tensors.h"
 #include "val/val_plots.h"
 #include "core/elapsed.h"
@@ -26,13 +25,6 @@ LoaderOptions val_loader_options(const ValOptions& o) {
   l.pad = 0.5;
   l.cache = o.cache;
   return l;
-}
-// NMS output in letterboxed pixels -> original pixels (val.py's predn), classes zeroed for single_cls.
-torch::Tensor scaled_to_original(const torch::Tensor& pred, const LetterboxInfo& shape, bool single_cls) {
-  torch::Tensor predn = pred.to(torch::kFloat32).clone();
-  if (single_cls) predn.select(1, 5).zero_();
-  scale_boxes(predn, shape);
-  return predn;
 }
 
 }  // namespace
@@ -90,8 +82,9 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
     for (int si = 0; si < batch->n; ++si) {
       const torch::Tensor labels = cpu_targets.index({image_index == si}).slice(1, 1, 6);
       const torch::Tensor pred = preds[si].to(torch::kCPU);
-      stats.add_image(pred, labels, batch->h, batch->w, batch->shapes[si], iouv, options_.single_cls, plots ? &confusion : nullptr);
-      if (outputs.on_image) outputs.on_image(batch->paths[si], scaled_to_original(pred, batch->shapes[si], options_.single_cls), batch->shapes[si]);
+      const torch::Tensor predn = stats.add_image(pred, labels, batch->h, batch->w, batch->shapes[si], iouv,
+                                                  options_.single_cls, plots ? &confusion : nullptr);
+      if (outputs.on_image) outputs.on_image(batch->paths[si], predn, batch->shapes[si]);
     }
     if (plots) write_val_batch_plots(outputs.plot_dir, static_cast<int>(nbatches), *batch, preds, names_);
     ++nbatches;
