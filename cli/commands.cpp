@@ -26,6 +26,7 @@ void register_all(CLI::App& app) {
   register_scan(app);
   register_pack(app);
   register_prune(app);
+  register_export(app);
 }
 
 int run_selected(CLI::App& app) {

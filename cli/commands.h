@@ -20,5 +20,6 @@ void register_profile(CLI::App& app);
 void register_scan(CLI::App& app);
 void register_pack(CLI::App& app);
 void register_prune(CLI::App& app);
+void register_export(CLI::App& app);
 
 }  // namespace kestrel::cli

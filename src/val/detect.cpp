@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <opencv2/imgproc.hpp>
 
@@ -26,24 +27,55 @@ std::string class_name(int cls, const std::vector<std::string>& names) {
 }
 }  // namespace
 
-Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
-                        const torch::Device& device) {
-  Detections out;
-  auto t0 = std::chrono::steady_clock::now();
-  const int stride = static_cast<int>(model.stride().empty() ? 32 : model.stride().back());
+int check_img_size(int size, int stride, const char* side) {
+  const int fixed = std::max((size + stride - 1) / stride * stride, stride);
+  if (fixed != size)
+    std::cerr << "WARNING: --imgsz " << side << " " << size << " must be a multiple of max stride " << stride
+              << ", updating to " << fixed << "\n";
+  return fixed;
+}
+
+torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool auto_pad, int stride,
+                             const torch::Device& device) {
   cv::Mat boxed;
-  letterbox(image, options.img_h, options.img_w, /*auto_pad=*/true, /*scaleup=*/true, boxed, nullptr, stride);
+  letterbox(image, img_h, img_w, auto_pad, /*scaleup=*/true, boxed, nullptr, stride);
   Batch batch;  // one image as the loader would hand it over: RGB NCHW uint8
   batch.n = 1;
-  batch.h = out.input_h = boxed.rows;
-  batch.w = out.input_w = boxed.cols;
+  batch.h = boxed.rows;
+  batch.w = boxed.cols;
   batch.pixels.resize(static_cast<size_t>(3) * boxed.rows * boxed.cols);
   std::vector<cv::Mat> rgb_planes;  // views into the batch buffer
   for (int c = 0; c < 3; ++c)
     rgb_planes.emplace_back(boxed.rows, boxed.cols, CV_8UC1, batch.pixels.data() + static_cast<size_t>(c) * boxed.rows * boxed.cols);
   const int bgr_to_rgb[] = {2, 0, 1, 1, 0, 2};
   cv::mixChannels(std::vector<cv::Mat>{boxed}, rgb_planes, bgr_to_rgb, 3);
-  const torch::Tensor input = batch_images(batch, device);
+  return batch_images(batch, device);
+}
+
+torch::Tensor detections_from_output(const torch::Tensor& decoded, const DetectOptions& options, int input_h, int input_w,
+                                     int image_h, int image_w) {
+  NmsOptions nms;
+  nms.conf_thres = options.conf_thres;
+  nms.iou_thres = options.iou_thres;
+  nms.max_det = options.max_det;
+  nms.classes = options.classes;
+  nms.agnostic = options.agnostic;
+  torch::Tensor det = non_max_suppression(decoded.to(torch::kFloat32), nms)[0].to(torch::kCPU);
+  if (det.size(0)) {
+    scale_boxes(det, input_h, input_w, image_h, image_w);
+    det.slice(1, 0, 4).round_();
+  }
+  return det;
+}
+
+Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
+                        const torch::Device& device) {
+  Detections out;
+  auto t0 = std::chrono::steady_clock::now();
+  const int stride = static_cast<int>(model.stride().empty() ? 32 : model.stride().back());
+  const torch::Tensor input = image_to_input(image, options.img_h, options.img_w, /*auto_pad=*/true, stride, device);
+  out.input_h = static_cast<int>(input.size(2));
+  out.input_w = static_cast<int>(input.size(3));
   out.ms_pre = ms_since(t0);
 
   torch::NoGradGuard no_grad;
@@ -56,18 +88,7 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
   out.ms_inference = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  NmsOptions nms;
-  nms.conf_thres = options.conf_thres;
-  nms.iou_thres = options.iou_thres;
-  nms.max_det = options.max_det;
-  nms.classes = options.classes;
-  nms.agnostic = options.agnostic;
-  torch::Tensor det = non_max_suppression(decoded.to(torch::kFloat32), nms)[0].to(torch::kCPU);
-  if (det.size(0)) {
-    scale_boxes(det, out.input_h, out.input_w, image.rows, image.cols);
-    det.slice(1, 0, 4).round_();
-  }
-  out.boxes = det;
+  out.boxes = detections_from_output(decoded, options, out.input_h, out.input_w, image.rows, image.cols);
   out.ms_nms = ms_since(t0);
   return out;
 }

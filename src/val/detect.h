@@ -29,6 +29,20 @@ struct Detections {
   double ms_pre = 0, ms_inference = 0, ms_nms = 0;
 };
 
+// check_img_size: `size` up to a multiple of the model's largest stride, with a warning naming the
+// `side` (height, width) when it changes.
+int check_img_size(int size, int stride, const char* side);
+
+// detect.py's network input for one BGR image: letterboxed into img_h x img_w (auto_pad: padded only
+// to stride multiples, as for a PyTorch model; off: exactly img_h x img_w, as for a fixed-shape
+// export), RGB float32 [1, 3, H, W] in 0..1 on `device`.
+torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool auto_pad, int stride,
+                             const torch::Device& device);
+// NMS on a decoded output [1, N, no], boxes mapped back from the input's to the image's pixels and
+// rounded: float32 [k, 6] on the CPU.
+torch::Tensor detections_from_output(const torch::Tensor& decoded, const DetectOptions& options, int input_h, int input_w,
+                                     int image_h, int image_w);
+
 // `image`: BGR uint8 as decode_image gives it. The model should be in eval mode (fused for speed).
 Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
                         const torch::Device& device);

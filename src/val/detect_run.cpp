@@ -21,21 +21,14 @@ namespace kestrel {
 
 namespace {
 
-// check_img_size: each side up to a multiple of the model's largest stride.
-int stride_multiple(int size, int stride, const char* side) {
-  const int fixed = std::max((size + stride - 1) / stride * stride, stride);
-  if (fixed != size) std::cerr << "WARNING: --imgsz " << side << " " << size << " must be a multiple of max stride " << stride << ", updating to " << fixed << "\n";
-  return fixed;
-}
-
 class DetectLoop {
  public:
   DetectLoop(const DetectRunOptions& o, DetectRunSummary& s) : o_(o), s_(s), device_(parse_device(o.device)) {
     model_ = load_inference_model(o.weights, o.cfg, device_);
     options_ = o.detect;
     const int stride = static_cast<int>(model_->stride().empty() ? 32 : model_->stride().back());
-    options_.img_h = stride_multiple(options_.img_h, stride, "height");
-    options_.img_w = stride_multiple(options_.img_w, stride, "width");
+    options_.img_h = check_img_size(options_.img_h, stride, "height");
+    options_.img_w = check_img_size(options_.img_w, stride, "width");
     options_.precision = inference_precision(o.half, device_);
     if (o.half) std::cout << "--half: " << precision_name(options_.precision) << " autocast inference\n";
     s_.save_dir = increment_path(o.project + "/" + o.name, o.exist_ok, "", /*mkdir=*/true);

@@ -102,6 +102,14 @@ TEST_F(Journey, ScratchOnThreeClassesThenValDetectAndFineTuneOnOneClass) {
 
   // The wrong pairing is named, not crashed on.
   expect_clear_error(val(best("tuned1"), three), "(1 classes) was trained on other data");
+
+  // The trained model leaves Kestrel as ONNX, at a non-square size, read back by OpenCV dnn.
+  const CommandResult exported = run_kestrel({"export", "--weights", best("scratch3"), "--include", "onnx", "--imgsz", "64", "96"}, root_);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_TRUE(exported.has("output shape (1, 378, 8)")) << exported.output;  // 3 anchors x (8x12 + 4x6 + 2x3) cells
+  EXPECT_TRUE(exported.has("dnn reads it")) << exported.output;
+  EXPECT_TRUE(fs::exists(runs() + "/scratch3/weights/best.onnx"));
+  expect_clear_error(run_kestrel({"export", "--weights", best("scratch3"), "--include", "tflite"}, root_), "--include tflite");
 }
 
 TEST_F(Journey, Yolov5nOntoOneThreeAndEightyClasses) {
@@ -214,6 +222,10 @@ TEST_F(Journey, SparsityPruneFineTune) {
   EXPECT_TRUE(pruned.has("speed-up: inference")) << pruned.output;
   const std::string pt = runs() + "/prune/p/weights/pruned.pt";
   ASSERT_TRUE(fs::exists(pt)) << pruned.output;
+
+  const CommandResult exported = run_kestrel({"export", "--weights", pt, "--imgsz", "64"}, root_);
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;  // the cut channel counts export as they are
+  EXPECT_TRUE(fs::exists(runs() + "/prune/p/weights/pruned.onnx")) << exported.output;
 
   const CommandResult tuned = train(three, "tuned", {"--weights", pt, "--epochs", "2"});
   ASSERT_EQ(tuned.exit_code, 0) << tuned.output;

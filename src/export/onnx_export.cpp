@@ -1,0 +1,220 @@
+// Walks the DetectionModel's layer list and emits one ONNX node group per module: Conv (+ Sigmoid,
+// Mul for SiLU), Bottleneck's Add, C3 and Concat, SPP/SPPF's MaxPool, Upsample's Resize, and the
+// Detect head's reshape and decoding. Tensors are named after the model's state-dict keys.
+#include "export/onnx_export.h"
+
+#include <stdexcept>
+
+#include "export/onnx_model.h"
+
+namespace kestrel {
+
+namespace {
+
+constexpr int64_t kOpset = 12;
+
+std::vector<int64_t> dims_of(const torch::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+
+std::vector<float> floats_of(const torch::Tensor& t) {
+  const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+class GraphEmitter {
+ public:
+  explicit GraphEmitter(OnnxGraph& graph) : g_(graph) {}
+
+  // One layer of the list (all but Detect) on its input values; returns its output value.
+  std::string layer(const torch::nn::Module& m, const std::vector<std::string>& in, const std::string& scope) {
+    if (const auto* c = dynamic_cast<const ConvImpl*>(&m)) return conv(*c, in[0], scope);
+    if (const auto* b = dynamic_cast<const BottleneckImpl*>(&m)) return bottleneck(*b, in[0], scope);
+    if (const auto* c3 = dynamic_cast<const C3Impl*>(&m)) return c3_block(*c3, in[0], scope);
+    if (const auto* s = dynamic_cast<const SPPFImpl*>(&m)) return sppf(*s, in[0], scope);
+    if (const auto* s = dynamic_cast<const SPPImpl*>(&m)) return spp(*s, in[0], scope);
+    if (const auto* u = dynamic_cast<const UpsampleImpl*>(&m)) return upsample(*u, in[0], scope);
+    if (dynamic_cast<const ConcatImpl*>(&m)) {
+      // The yaml's Concat joins channels (dim 1), the only dimension YOLOv5's models use.
+      return g_.add_node("Concat", in, scope, {OnnxAttribute::of_int("axis", 1)});
+    }
+    if (const auto* r = dynamic_cast<const RepeatImpl*>(&m)) {
+      std::string x = in[0];
+      for (size_t i = 0; i < r->layers().size(); ++i) x = layer(*r->layers()[i], {x}, scope + "." + std::to_string(i));
+      return x;
+    }
+    throw std::invalid_argument("ONNX export: " + scope + " (" + m.name() + ") has no ONNX form");
+  }
+
+  // One Detect level: conv, [1, na*no, ny, nx] -> [1, na, ny*nx, no], sigmoid, then
+  // xy = s*2*stride + (grid - 0.5)*stride, wh = s^2 * 4*anchor, as DetectImpl::decode.
+  std::string detect_level(const DetectImpl& d, int64_t level, const std::string& x, int64_t ny, int64_t nx,
+                           const std::string& scope) {
+    const int64_t na = d.na, no = d.no, cells = ny * nx;
+    const double stride = d.strides()[level];
+    const std::string p = conv2d(*d.convs[level], x, scope);
+    const std::string grouped = g_.add_node("Reshape", {p, ints(scope + ".shape", {1, na, no, cells})}, scope + "/reshape");
+    const std::string rows = g_.add_node("Transpose", {grouped}, scope + "/transpose", {OnnxAttribute::of_ints("perm", {0, 1, 3, 2})});
+    const std::string s = g_.add_node("Sigmoid", {rows}, scope + "/sigmoid");
+    const auto part = [&](int64_t begin, int64_t end, const std::string& name) {
+      return g_.add_node("Slice", {s, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {3})}, name);
+    };
+    const std::string sxy = part(0, 2, scope + "/xy"), swh = part(2, 4, scope + "/wh"), sconf = part(4, no, scope + "/conf");
+
+    std::vector<float> offset, anchor4;  // [1, na, ny*nx, 2] each
+    const torch::Tensor pixel_anchors = (d.anchors[level] * stride).to(torch::kCPU, torch::kFloat).contiguous();
+    const auto a = pixel_anchors.accessor<float, 2>();
+    for (int64_t k = 0; k < na; ++k)
+      for (int64_t gy = 0; gy < ny; ++gy)
+        for (int64_t gx = 0; gx < nx; ++gx) {
+          offset.push_back(static_cast<float>((static_cast<double>(gx) - 0.5) * stride));
+          offset.push_back(static_cast<float>((static_cast<double>(gy) - 0.5) * stride));
+          anchor4.push_back(4 * a[k][0]);
+          anchor4.push_back(4 * a[k][1]);
+        }
+    const std::vector<int64_t> pair_shape{1, na, cells, 2};
+    const std::string xy_scaled = g_.add_node(
+        "Mul", {sxy, g_.add_floats(scope + ".two_stride", {1}, {static_cast<float>(2 * stride)})}, scope + "/xy_scaled");
+    const std::string xy = g_.add_node("Add", {xy_scaled, g_.add_floats(scope + ".grid", pair_shape, offset)}, scope + "/xy_pixels");
+    const std::string wh_squared = g_.add_node("Mul", {swh, swh}, scope + "/wh_squared");
+    const std::string wh = g_.add_node("Mul", {wh_squared, g_.add_floats(scope + ".anchor_grid", pair_shape, anchor4)}, scope + "/wh_pixels");
+    const std::string decoded = g_.add_node("Concat", {xy, wh, sconf}, scope + "/decoded", {OnnxAttribute::of_int("axis", 3)});
+    return g_.add_node("Reshape", {decoded, ints(scope + ".rows", {1, na * cells, no})}, scope + "/rows");
+  }
+
+ private:
+  std::string ints(const std::string& name, const std::vector<int64_t>& values) {
+    return g_.add_int64s(name, {static_cast<int64_t>(values.size())}, values);
+  }
+
+  std::string conv2d(const torch::nn::Conv2dImpl& c, const std::string& x, const std::string& scope) {
+    const auto& o = c.options;
+    const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+    if (!pad) throw std::invalid_argument("ONNX export: " + scope + " uses 'same'/'valid' padding");
+    std::vector<std::string> inputs{x, g_.add_floats(scope + ".weight", dims_of(c.weight), floats_of(c.weight))};
+    if (c.bias.defined()) inputs.push_back(g_.add_floats(scope + ".bias", dims_of(c.bias), floats_of(c.bias)));
+    const int64_t ph = (*pad)->at(0), pw = (*pad)->at(1);
+    return g_.add_node("Conv", inputs, scope + "/conv",
+                       {OnnxAttribute::of_ints("kernel_shape", {c.weight.size(2), c.weight.size(3)}),
+                        OnnxAttribute::of_ints("strides", {o.stride()->at(0), o.stride()->at(1)}),
+                        OnnxAttribute::of_ints("pads", {ph, pw, ph, pw}),
+                        OnnxAttribute::of_ints("dilations", {o.dilation()->at(0), o.dilation()->at(1)}),
+                        OnnxAttribute::of_int("group", o.groups())});
+  }
+
+  std::string conv(const ConvImpl& c, const std::string& x, const std::string& scope) {
+    if (!c.fused()) throw std::invalid_argument("ONNX export: " + scope + " is not fused (BatchNorm left)");
+    const std::string y = conv2d(*c.conv, x, scope + ".conv");
+    if (!c.has_act()) return y;
+    const std::string gate = g_.add_node("Sigmoid", {y}, scope + "/sigmoid");  // SiLU(y) = y * sigmoid(y)
+    return g_.add_node("Mul", {y, gate}, scope + "/silu");
+  }
+
+  std::string bottleneck(const BottleneckImpl& b, const std::string& x, const std::string& scope) {
+    const std::string y = conv(*b.cv2, conv(*b.cv1, x, scope + ".cv1"), scope + ".cv2");
+    return b.adds_input() ? g_.add_node("Add", {x, y}, scope + "/add") : y;
+  }
+
+  std::string c3_block(const C3Impl& c3, const std::string& x, const std::string& scope) {
+    std::string y = conv(*c3.cv1, x, scope + ".cv1");
+    for (size_t i = 0; i < c3.bottlenecks.size(); ++i) y = bottleneck(*c3.bottlenecks[i], y, scope + ".m." + std::to_string(i));
+    const std::string joined = g_.add_node("Concat", {y, conv(*c3.cv2, x, scope + ".cv2")}, scope + "/cat",
+                                           {OnnxAttribute::of_int("axis", 1)});
+    return conv(*c3.cv3, joined, scope + ".cv3");
+  }
+
+  std::string max_pool(const torch::nn::MaxPool2dImpl& pool, const std::string& x, const std::string& name) {
+    const auto& o = pool.options;
+    return g_.add_node("MaxPool", {x}, name,
+                       {OnnxAttribute::of_ints("kernel_shape", {o.kernel_size()->at(0), o.kernel_size()->at(1)}),
+                        OnnxAttribute::of_ints("strides", {o.stride()->at(0), o.stride()->at(1)}),
+                        OnnxAttribute::of_ints("pads", {o.padding()->at(0), o.padding()->at(1), o.padding()->at(0), o.padding()->at(1)})});
+  }
+
+  std::string sppf(const SPPFImpl& s, const std::string& x, const std::string& scope) {
+    std::vector<std::string> parts{conv(*s.cv1, x, scope + ".cv1")};
+    for (int i = 1; i <= 3; ++i) parts.push_back(max_pool(*s.m, parts.back(), scope + "/pool" + std::to_string(i)));
+    return conv(*s.cv2, g_.add_node("Concat", parts, scope + "/cat", {OnnxAttribute::of_int("axis", 1)}), scope + ".cv2");
+  }
+
+  std::string spp(const SPPImpl& s, const std::string& x, const std::string& scope) {
+    std::vector<std::string> parts{conv(*s.cv1, x, scope + ".cv1")};
+    for (size_t i = 0; i < s.pools.size(); ++i) parts.push_back(max_pool(*s.pools[i], parts.front(), scope + ".m." + std::to_string(i)));
+    return conv(*s.cv2, g_.add_node("Concat", parts, scope + "/cat", {OnnxAttribute::of_int("axis", 1)}), scope + ".cv2");
+  }
+
+  std::string upsample(const UpsampleImpl& u, const std::string& x, const std::string& scope) {
+    // opset 11+ Resize(X, roi, scales); the attributes are nn.Upsample(mode='nearest')'s export.
+    const auto scale = static_cast<float>(u.scale());
+    return g_.add_node("Resize", {x, g_.add_floats(scope + ".roi", {0}, {}), g_.add_floats(scope + ".scales", {4}, {1, 1, scale, scale})},
+                       scope + "/resize",
+                       {OnnxAttribute::of_string("mode", "nearest"),
+                        OnnxAttribute::of_string("coordinate_transformation_mode", "asymmetric"),
+                        OnnxAttribute::of_string("nearest_mode", "floor")});
+  }
+
+  OnnxGraph& g_;
+};
+
+std::string python_str(const std::string& s) {
+  if (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) return "\"" + s + "\"";
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::string python_names_dict(const std::vector<std::string>& names) {
+  std::string out = "{";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + std::to_string(i) + ": " + python_str(names[i]);
+  return out + "}";
+}
+
+OnnxExport export_onnx(DetectionModelImpl& model, int img_h, int img_w) {
+  const int64_t max_stride = static_cast<int64_t>(model.stride().back());
+  if (img_h <= 0 || img_w <= 0 || img_h % max_stride || img_w % max_stride)
+    throw std::invalid_argument("ONNX export: image size " + std::to_string(img_h) + "x" + std::to_string(img_w) +
+                                " is not a multiple of the model's stride " + std::to_string(max_stride));
+  OnnxExport out;
+  out.input_shape = {1, model.spec().ch, img_h, img_w};
+  // The level sizes come from a forward at the export shape, as torch.onnx traces one.
+  std::vector<torch::Tensor> raw;
+  {
+    torch::NoGradGuard no_grad;
+    const auto param = model.parameters().front();
+    raw = model.forward(torch::zeros(out.input_shape, param.options()));
+  }
+
+  OnnxGraph graph("kestrel");
+  graph.add_input("images", out.input_shape);
+  GraphEmitter emit(graph);
+  const auto& layers = model.spec().layers;
+  std::vector<std::string> outputs;
+  const auto input_of = [&](int64_t src, size_t i) { return src < 0 ? (i ? outputs[i - 1] : "images") : outputs[src]; };
+  std::vector<std::string> in;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    in.clear();
+    for (int64_t s : layers[i].sources) in.push_back(input_of(s, i));
+    const std::string scope = "model." + std::to_string(i);
+    if (i + 1 < layers.size()) {
+      outputs.push_back(emit.layer(*model.layer(i), in, scope));
+      continue;
+    }
+    const DetectImpl& detect = *model.detect();
+    std::vector<std::string> levels;
+    for (int64_t l = 0; l < detect.nl; ++l)
+      levels.push_back(emit.detect_level(detect, l, in[l], raw[l].size(2), raw[l].size(3), scope + ".m." + std::to_string(l)));
+    graph.add_node("Concat", levels, "output0", {OnnxAttribute::of_int("axis", 1)});
+  }
+  int64_t rows = 0;
+  for (const auto& r : raw) rows += r.size(1) * r.size(2) * r.size(3);
+  out.output_shape = {1, rows, model.no()};
+  graph.add_output("output0", out.output_shape);
+  out.nodes = graph.node_count();
+  out.bytes = graph.serialize(kOpset, "kestrel", {{"stride", std::to_string(max_stride)}, {"names", python_names_dict(model.names())}});
+  return out;
+}
+
+}  // namespace kestrel
