@@ -27,6 +27,7 @@ void register_all(CLI::App& app) {
   register_pack(app);
   register_prune(app);
   register_export(app);
+  register_tune(app);
 }
 
 int run_selected(CLI::App& app) {

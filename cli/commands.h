@@ -21,5 +21,6 @@ void register_scan(CLI::App& app);
 void register_pack(CLI::App& app);
 void register_prune(CLI::App& app);
 void register_export(CLI::App& app);
+void register_tune(CLI::App& app);
 
 }  // namespace kestrel::cli

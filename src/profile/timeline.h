@@ -35,6 +35,8 @@ class StepTimeline {
   void end_step() { ++epoch_.steps; }
   // Closes the epoch: its totals join the run's and are returned; the epoch counters reset.
   StageTotals end_epoch();
+  // Forgets all counted so far, of the epoch and the run (warm-up steps a measurement leaves out).
+  void discard() { epoch_ = run_ = StageTotals{}; }
   const StageTotals& epoch() const { return epoch_; }
   const StageTotals& run() const { return run_; }
 

@@ -96,7 +96,7 @@ void Trainer::train_epoch(int epoch) {
     });
     timeline_.mark(StepStage::logging);
     timeline_.end_step();
-    ++steps_total_;
+    if (++steps_total_ == opt_.untimed_steps) timeline_.discard();
     if (g_interrupted) {
       interrupted_ = true;
       save_mid_epoch(epoch, i + 1, /*in_background=*/false);
@@ -172,7 +172,9 @@ void Trainer::optimizer_step(int epoch, int i, const Batch* batch) {
 
 void Trainer::validate(int epoch, bool final_epoch) {
   const bool due = !opt_.noval && (epoch + 1) % std::max(1, opt_.val_period) == 0;
-  if (!(due || final_epoch) || step_budget_spent_) return;
+  // A run its step budget ended (profile, tune's trials) validates once at the end unless --noval:
+  // that is how `kestrel tune` times a validation pass.
+  if (!(due || final_epoch) || (step_budget_spent_ && opt_.noval)) return;
   timeline_.start();
   auto* ema_model = dynamic_cast<DetectionModelImpl*>(&ema_->module());
   ValOutputs outputs;
@@ -291,8 +293,14 @@ TrainResult Trainer::finish() {
   result.final_metrics = last_val_.metrics;
   result.timeline = timeline_.run();
   result.seconds_per_epoch = epochs_run_ ? train_seconds_ / epochs_run_ : 0;
+  result.last_epoch_seconds = epoch_train_seconds_;
   result.seconds_per_val = val_passes_ ? val_seconds_ / val_passes_ : 0;
   result.interrupted = interrupted_;
+  result.ran = opt_;
+  result.ran.workers = workers_;
+  result.ran.cache = cache_name(cache_);
+  result.steps_per_epoch = nb_;
+  result.system = sampler_.summarize(0);
   if (interrupted_) {
     std::cerr << "\nInterrupted: saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << "`\n";
     return result;
@@ -305,7 +313,7 @@ TrainResult Trainer::finish() {
   for (const std::string& path : {run_.last_pt(), run_.best_pt()})
     if (fs::exists(path)) strip_checkpoint(path, *model_->copy());
 
-  const VerdictInput vin{result.timeline, sampler_.summarize(0), device_.is_cuda(), workers_,
+  const VerdictInput vin{result.timeline, result.system, device_.is_cuda(), workers_,
                          largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr};
   const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"

@@ -49,9 +49,13 @@ struct TrainResult {
   ValMetrics final_metrics;
   StageTotals timeline;          // whole-run step timeline
   double seconds_per_epoch = 0;  // mean training time of an epoch (no validation)
+  double last_epoch_seconds = 0; // training time of the last epoch (no validation)
   double seconds_per_val = 0;    // mean time of a validation pass
   Verdict verdict;               // what limited the run (also in report.json)
   bool interrupted = false;      // Ctrl-C stopped it (last.pt saved for --resume)
+  TrainOptions ran;              // the options as run: --batch, --amp, --workers and --cache resolved
+  int steps_per_epoch = 0;       // batches in a full epoch of the training data
+  SystemSummary system;          // CPU/GPU use over the whole run
 };
 
 class Trainer {

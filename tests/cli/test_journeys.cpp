@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/journey_support.h"
 #include "test_support.h"
@@ -267,6 +268,33 @@ TEST_F(Journey, PrecisionAndBatchLevers) {
   EXPECT_TRUE(diverged.has("optimizer steps in a row")) << diverged.output;
   EXPECT_TRUE(diverged.has("lr0: 1e+29")) << diverged.output;
   EXPECT_TRUE(diverged.has("kestrel scan --data " + three)) << diverged.output;
+}
+
+// kestrel tune as a user starts it, from slow settings on a small 3-class dataset: the ladder, the
+// final command and its check, and the run folder's report.json and chart.
+TEST_F(Journey, TuneFromSlowSettings) {
+  const std::string three = dataset("three", {.nc = 3, .train_images = 16});
+  const CommandResult r = run_kestrel({"tune", "--data", three, "--cfg", "yolov5n.yaml", "--img", "128", "--batch", "4", "--cache",
+                                       "none", "--workers", "1", "--amp", "off", "--steps", "3", "--budget", "5m", "--project",
+                                       runs() + "/tune", "--name", "t", "--exist-ok"},
+                                      root_);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.has("noise margin")) << r.output;
+  EXPECT_TRUE(r.has("Final command")) << r.output;
+  EXPECT_TRUE(r.has("kestrel train --data " + three + " --cfg yolov5n.yaml --img 128")) << r.output;
+  const std::string dir = runs() + "/tune/t";
+  ASSERT_TRUE(fs::exists(dir + "/report.json")) << r.output;
+  EXPECT_TRUE(fs::exists(dir + "/ladder.png"));
+  std::ifstream in(dir + "/report.json");
+  const nlohmann::json report = nlohmann::json::parse(in);
+  ASSERT_GE(report["rows"].size(), 6u);  // baseline, cache, workers, prefetch, [bf16 where the CPU has it,] batch, validation
+  EXPECT_EQ(report["rows"][0]["lever"], "baseline");
+  EXPECT_EQ(report["rows"][1]["lever"], "cache");
+  EXPECT_GT(report["measured_epoch_s"].get<double>(), 0);
+  EXPECT_GT(report["predicted_epoch_s"].get<double>(), 0);
+  bool accuracy_row = false;
+  for (const auto& row : report["rows"]) accuracy_row |= row["trades_accuracy"].get<bool>() && !row["kept"].get<bool>();
+  EXPECT_TRUE(accuracy_row);  // the smaller input (96) is measured, never chosen
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ CacheMode parse_cache_mode(const std::string& flag) {
   if (flag == "disk") return CacheMode::disk;
   throw std::invalid_argument("--cache must be auto, none, ram or disk (got '" + flag + "')");
 }
+
+const char* cache_name(CacheMode m) { return m == CacheMode::ram ? "ram" : m == CacheMode::disk ? "disk" : "none"; }
 namespace {
 
 constexpr char kMagic[8] = {'K', 'S', 'T', 'R', 'L', 'I', 'M', 'G'};

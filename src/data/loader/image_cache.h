@@ -25,6 +25,7 @@ enum class CacheMode { none, ram, disk };
 // --cache as YOLOv5 takes it: "none" (or "" / "false"), "ram" (or "true"), "disk"; "auto" is the
 // trainer's to decide (choose_auto_cache). Throws std::invalid_argument naming the flag.
 CacheMode parse_cache_mode(const std::string& flag);
+const char* cache_name(CacheMode m);  // the flag value: none, ram, disk
 
 // Runs fn(i) for every i in [0, n), possibly on several threads; returns when all are done.
 using ParallelFor = std::function<void(size_t n, const std::function<void(size_t)>& fn)>;

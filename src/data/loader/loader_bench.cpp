@@ -34,8 +34,6 @@ double process_cpu_seconds() {
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-const char* cache_name(CacheMode m) { return m == CacheMode::ram ? "ram" : m == CacheMode::disk ? "disk" : "none"; }
-
 // Milliseconds of CPU per call of each finer stage, measured on one thread over a few images.
 struct ProbeTimes {
   double read = 0, decode = 0, resize = 0;  // per loaded image
