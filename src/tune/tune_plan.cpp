@@ -138,9 +138,19 @@ std::string train_command(const TrainOptions& o) {
   if (o.val_period != d.val_period) flag("val-period", std::to_string(o.val_period));
   if (o.noval) c += " --noval";
   if (o.noplots) c += " --noplots";
+  if (o.nbs != d.nbs) flag("nbs", std::to_string(o.nbs));
+  if (o.lr_scale != d.lr_scale) flag("lr-scale", o.lr_scale);
+  if (o.optimizer != d.optimizer) flag("optimizer", o.optimizer);
+  if (o.freeze != d.freeze) {
+    c += " --freeze";
+    for (int layer : o.freeze) c += " " + std::to_string(layer);
+  }
+  if (o.seed != d.seed) flag("seed", std::to_string(o.seed));
+  if (o.close_mosaic != d.close_mosaic) flag("close-mosaic", std::to_string(o.close_mosaic));
   if (o.rect) c += " --rect";
   if (o.multi_scale) c += " --multi-scale";
   if (o.single_cls) c += " --single-cls";
+  if (!o.scan) c += " --no-scan";
   return c;
 }
 

@@ -109,6 +109,12 @@ TEST(TunePlan, CommandLineHasTheFlagsThatDiffer) {
   o.val_period = 5;
   EXPECT_EQ(train_command(o),
             "kestrel train --data d.yaml --cfg yolov5s.yaml --img 320 --batch-size 32 --cache ram --workers 2 --amp bf16 --val-period 5");
+  // Every other train flag tune accepts travels into the final command too.
+  o = TrainOptions{};
+  o.nbs = 16, o.lr_scale = "sqrt", o.optimizer = "AdamW", o.freeze = {0, 1}, o.seed = 3, o.close_mosaic = 10, o.scan = false;
+  EXPECT_EQ(train_command(o),
+            "kestrel train --img 640 --batch-size 16 --nbs 16 --lr-scale sqrt --optimizer AdamW --freeze 0 1 --seed 3 --close-mosaic 10 "
+            "--no-scan");
 }
 
 TEST(TunePlan, BudgetTakesSecondsMinutesAndHours) {

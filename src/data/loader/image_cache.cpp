@@ -32,6 +32,7 @@ CacheMode parse_cache_mode(const std::string& flag) {
 }
 
 const char* cache_name(CacheMode m) { return m == CacheMode::ram ? "ram" : m == CacheMode::disk ? "disk" : "none"; }
+
 namespace {
 
 constexpr char kMagic[8] = {'K', 'S', 'T', 'R', 'L', 'I', 'M', 'G'};
