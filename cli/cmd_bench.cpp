@@ -1,5 +1,6 @@
 // kestrel bench loader: loader throughput (images/s) and milliseconds per stage.
 // kestrel bench step: training step time (ms per stage, images/s) at fp32 / bf16 / fp16.
+// kestrel bench dp: one process against N data-parallel processes, bucketed vs after-backward all-reduce.
 #include <stdexcept>
 
 #include "commands.h"
@@ -27,6 +28,24 @@ void register_bench_step(CLI::App& bench) {
   cmd->add_option("--device", r.device, "cpu, or cuda device: 0 or cuda:0");
 }
 
+void register_bench_dp(CLI::App& bench) {
+  static DataParallelBenchRun r;
+  auto* cmd = add_command(bench, "dp", "Data-parallel step: 1 process x all cores vs N processes, all-reduce overlap", [] {
+    return run_data_parallel_bench(r);
+  });
+  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
+  cmd->add_option("--nc", r.nc, "classes of the model");
+  cmd->add_option("--imgsz,--img,--img-size", r.shape.img_size, "image size");
+  cmd->add_option("--batch-size,--batch", r.shape.batch_size, "global batch size, split over the processes");
+  cmd->add_option("--nproc-per-node", r.nproc, "data-parallel processes");
+  cmd->add_option("--master-port", r.master_port, "a free TCP port for their rendezvous");
+  cmd->add_option("--bucket-mb", r.shape.grad_sync.bucket_bytes, "gradient bucket size in MiB (default 4)")->transform([](std::string s) {
+    return std::to_string(static_cast<size_t>(std::stod(s) * (1 << 20)));
+  });
+  cmd->add_option("--steps", r.shape.steps, "timed steps per mode");
+  cmd->add_option("--warmup", r.shape.warmup, "untimed steps first");
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -52,6 +71,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--val", o.val, "the val split, letterboxed (no augmentation)");
   cmd->add_option("--probe", o.probe_images, "images timed stage by stage on one thread");
   register_bench_step(*bench);
+  register_bench_dp(*bench);
 }
 
 }  // namespace kestrel::cli

@@ -1,5 +1,6 @@
 // kestrel train: YOLOv5 train.py's flags -> TrainOptions -> train().
 #include "commands.h"
+#include "dist/launch.h"
 #include "flags.h"
 #include "train/trainer.h"
 
@@ -9,7 +10,10 @@ void register_train(CLI::App& app) {
   static TrainOptions o;
   static std::string workers = "auto";
   static bool no_progress = false;
+  static LaunchOptions launch;
   auto* cmd = add_command(app, "train", "Train a YOLOv5 detector (no --data: the built-in demo dataset)", [] {
+    if (launch.nproc_per_node == 1) launch.nproc_per_node = device_list_size(o.device);  // --device 0,1,2,3
+    if (should_launch(launch)) return launch_local_ranks(launch, own_arguments());  // the ranks train
     finish_train_options(o, workers, no_progress);
     return train(o).interrupted ? 130 : 0;  // 130: what a shell reports for Ctrl-C
   });
@@ -31,6 +35,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--val-period", o.val_period, "validate every N epochs (the last one always)");
   cmd->add_option("--sparsity", o.sparsity, "BN-sparsity training: S x sign(gamma) on BatchNorm scales (e.g. 1e-4), for kestrel prune");
   cmd->add_flag("--sparsity-decay", o.sparsity_decay, "lower --sparsity linearly to a tenth over the run");
+  cmd->add_option("--nproc-per-node", launch.nproc_per_node, "data parallel: processes to start on this machine (torchrun's flag)");
+  cmd->add_option("--nnodes", launch.nnodes, "data parallel: machines in the job");
+  cmd->add_option("--node-rank", launch.node_rank, "data parallel: this machine's index, 0 for the one at --master-addr");
+  cmd->add_option("--master-addr", launch.master_addr, "data parallel: address of node 0, which hosts the rendezvous");
+  cmd->add_option("--master-port", launch.master_port, "data parallel: a free TCP port on node 0");
   auto* close_mosaic = cmd->get_option("--close-mosaic");
   // Demo defaults, applied only to flags not given: 60 epochs at 256 px, the last 10 without mosaic,
   // reached mAP@0.5 0.79 on the demo's val split in 8 minutes on 2 CPU cores (50 epochs: 0.53 in 6).

@@ -54,6 +54,8 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_option("--seed", o.seed, "global training seed");
   cmd->add_flag("--no-progress", no_progress, "plain log lines instead of progress bars");
   cmd->add_flag("!--no-scan", o.scan, "skip the dataset health check before training (kestrel scan)");
+  cmd->add_flag("--sync-bn", o.sync_bn, "data parallel: BatchNorm statistics over the global batch (SyncBatchNorm)");
+  cmd->add_option("--dist-timeout", o.dist_timeout, "data parallel: seconds a process waits for the others before it stops");
 }
 
 void finish_train_options(TrainOptions& o, const std::string& workers, bool no_progress) {

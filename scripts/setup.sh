@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of Kestrel from Debian 12 packages.
 # Idempotent: packages already present are left alone. Needs root (or sudo).
+# libgloo-dev: the headers c10d's Gloo process group includes (data parallel, src/dist);
+# python3-torch: torchrun, to launch and restart data-parallel jobs as PyTorch users do (tests too).
 set -euo pipefail
 
 PKGS=(
@@ -9,6 +11,7 @@ PKGS=(
   libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   liblmdb-dev libgtest-dev libbenchmark-dev
+  libgloo-dev python3-torch
 )
 
 missing=()

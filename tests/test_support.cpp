@@ -1,5 +1,9 @@
-// Shared test helpers: reference-vector loading, ../shared lookup, temp dirs.
+// Shared test helpers: reference-vector loading, ../shared lookup, temp dirs, free ports.
 #include "test_support.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -59,6 +63,18 @@ std::string temp_dir(const std::string& tag) {
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   made.push_back(tmpl);
   return tmpl;
+}
+
+int free_tcp_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // port 0: the kernel picks a free one
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace kestrel::test

@@ -24,6 +24,9 @@ std::vector<int64_t> json_shape(const nlohmann::json& t);
 // A fresh temporary directory, removed at process exit.
 std::string temp_dir(const std::string& tag);
 
+// A TCP port on loopback that nothing listened on a moment ago (for data-parallel rendezvous).
+int free_tcp_port();
+
 }  // namespace kestrel::test
 
 // Skips the current test with a clear message when a ../shared file is missing.

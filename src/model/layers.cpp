@@ -36,7 +36,7 @@ ConvImpl::ConvImpl(const ConvArgs& args) : args_(args) {
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = conv(x);
-  if (!bn.is_empty()) y = bn(y);
+  if (!bn.is_empty()) y = bn_forward && is_training() ? bn_forward(*bn, y) : bn(y);
   return args_.act ? activate(y) : y;
 }
 

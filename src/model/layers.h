@@ -3,6 +3,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "model/model_config.h"
@@ -15,6 +16,10 @@ class LayerImpl : public torch::nn::Module {
  public:
   virtual torch::Tensor run(torch::ArrayRef<torch::Tensor> inputs) = 0;
 };
+
+// A replacement for BatchNorm2d's training-mode forward (dist/sync_batch_norm.h: statistics over
+// every rank of a data-parallel job). Eval mode always uses the module's own running statistics.
+using BatchNormForward = std::function<torch::Tensor(torch::nn::BatchNorm2dImpl&, const torch::Tensor&)>;
 
 // Conv2d (no bias) + BatchNorm2d + SiLU, padding k/2. After fuse(): Conv2d with bias + SiLU.
 class ConvImpl : public LayerImpl {
@@ -29,6 +34,7 @@ class ConvImpl : public LayerImpl {
 
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
+  BatchNormForward bn_forward;  // set: used for bn while training (--sync-bn)
 
  private:
   ConvArgs args_;

@@ -14,7 +14,7 @@ void draw_chart(const std::string& path, const StageTotals& steps, const std::ve
   const int W = 900, H = 420, left = 60, right = 20;
   cv::Mat img(H, W, CV_8UC3, cv::Scalar(255, 255, 255));
   const cv::Scalar colours[] = {{60, 60, 220}, {200, 160, 60}, {80, 170, 80}, {40, 140, 230},
-                                {160, 80, 160}, {120, 120, 120}, {0, 200, 200}, {200, 200, 0}};
+                                {160, 80, 160}, {30, 90, 200}, {120, 120, 120}, {0, 200, 200}, {200, 200, 0}};
   // Stacked bar: share of step time per stage.
   cv::putText(img, "share of step time", {left, 22}, cv::FONT_HERSHEY_SIMPLEX, 0.5, {0, 0, 0}, 1, cv::LINE_AA);
   double x = left;

@@ -6,7 +6,7 @@
 namespace kestrel {
 
 const char* stage_name(StepStage s) {
-  static const char* names[] = {"data", "h2d", "forward", "loss", "backward", "optimizer", "logging", "validation"};
+  static const char* names[] = {"data", "h2d", "forward", "loss", "backward", "communication", "optimizer", "logging", "validation"};
   return names[static_cast<int>(s)];
 }
 
@@ -41,7 +41,8 @@ std::string format_stage_line(const StageTotals& t) {
   char buf[64];
   for (size_t i = 0; i < static_cast<size_t>(StepStage::validation); ++i) {
     const double share = t.share(static_cast<StepStage>(i));
-    if (i == static_cast<size_t>(StepStage::h2d) && share < 0.0005) continue;  // CPU runs have no copy
+    const bool optional = i == static_cast<size_t>(StepStage::h2d) || i == static_cast<size_t>(StepStage::communication);
+    if (optional && share < 0.0005) continue;  // CPU runs have no copy, one process no exchange
     std::snprintf(buf, sizeof buf, "%s%s %.1f%%", out.empty() ? "" : " | ", stage_name(static_cast<StepStage>(i)), 100 * share);
     out += buf;
   }

@@ -8,7 +8,8 @@
 
 namespace kestrel {
 
-enum class StepStage : int { data_wait = 0, h2d, forward, loss, backward, optimizer, logging, validation, count };
+// communication: a data-parallel step waiting for its gradient all-reduce (what backward did not hide).
+enum class StepStage : int { data_wait = 0, h2d, forward, loss, backward, communication, optimizer, logging, validation, count };
 constexpr size_t kNumStages = static_cast<size_t>(StepStage::count);
 const char* stage_name(StepStage s);
 

@@ -14,6 +14,7 @@ const char* bound_name(Bound b) {
     case Bound::data: return "data-bound";
     case Bound::io: return "I/O-bound";
     case Bound::memory: return "memory-bound";
+    case Bound::communication: return "communication-bound";
     case Bound::power: return "power/thermal-bound";
   }
   return "?";
@@ -43,6 +44,17 @@ Verdict judge(const VerdictInput& in) {
     v.bound = Bound::power;
     v.summary = "power/thermal-bound: the GPU throttled its clocks (" + std::to_string(static_cast<int>(s.gpu_temp_c_max)) + " C max)";
     v.action = "check cooling and power limits (nvidia-smi -q -d PERFORMANCE); kestrel doctor shows throttle reasons";
+    return v;
+  }
+  const double comm = in.steps.share(StepStage::communication);
+  if (in.processes > 1 && comm > 0.2 && comm > wait) {
+    v.bound = Bound::communication;
+    v.summary = "communication-bound: each step waited " + pct(comm) + " for the gradient all-reduce of " +
+                std::to_string(in.processes) + " processes";
+    v.action = in.gpu ? "use fewer, larger-batch processes, a faster interconnect (NCCL over NVLink/InfiniBand), or --nbs "
+                        "accumulation so gradients are exchanged less often"
+                      : "use fewer processes with more threads each (--nproc-per-node), a larger --batch-size, or "
+                        "accumulation (--nbs) so gradients are exchanged less often";
     return v;
   }
   const bool accel_busy = in.gpu ? s.gpu_util > 0.9 : wait < 0.05;

@@ -8,7 +8,7 @@
 
 namespace kestrel {
 
-enum class Bound { compute, data, io, memory, power };
+enum class Bound { compute, data, io, memory, power, communication };
 const char* bound_name(Bound b);
 
 struct VerdictInput {
@@ -18,6 +18,7 @@ struct VerdictInput {
   int loader_workers = 0;        // loader threads
   std::string largest_loader_stage;  // e.g. "decode", from the loader's stage timers ("" if unknown)
   bool images_cached = false;   // --cache ram or disk in use
+  int processes = 1;            // data-parallel ranks of the job
 };
 
 struct Verdict {

@@ -12,6 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include "dist/launch.h"
 #include "model/model_info.h"
 #include "model/weights.h"
 #include "train/loss.h"
@@ -69,6 +70,7 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
   model->set_memory_format(torch::MemoryFormat::ChannelsLast);  // as the trainer runs it
   model->train();
   auto optimizer = smart_optimizer(*model, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
+  if (o.dp) o.dp->sync_gradients_of(model->parameters(), o.grad_sync);
   YoloLoss loss(loss_config_from_hyp(o.hyp, static_cast<int>(model->nc()), static_cast<int>(model->nl()), o.img_size,
                                      model->anchors().to(o.device)));
   const auto [images, targets] = synthetic_batch(o, static_cast<int>(model->nc()));
@@ -92,18 +94,24 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
     }
     const double fwd = clock.lap_ms();
     torch::Tensor l = loss(pred, targets).first;
+    if (o.dp) l = l * o.dp->size();
     const double ls = clock.lap_ms();
+    if (o.dp) o.dp->arm_gradient_sync();
     l.backward();
     const double bwd = clock.lap_ms();
+    double comm = 0;
+    if (o.dp) o.dp->finish_gradient_sync(), comm = clock.lap_ms();
     if (o.optimizer) optimizer->step();
     optimizer->zero_grad();
     const double opt = clock.lap_ms();
-    if (timed) sum.forward_ms += fwd, sum.loss_ms += ls, sum.backward_ms += bwd, sum.optimizer_ms += opt;
+    if (timed)
+      sum.forward_ms += fwd, sum.loss_ms += ls, sum.backward_ms += bwd, sum.communication_ms += comm, sum.optimizer_ms += opt;
   }
   StepTimes t;
   t.forward_ms = sum.forward_ms / o.steps, t.loss_ms = sum.loss_ms / o.steps;
   t.backward_ms = sum.backward_ms / o.steps, t.optimizer_ms = sum.optimizer_ms / o.steps;
-  t.images_per_s = 1000.0 * o.batch_size / t.step_ms();
+  t.communication_ms = sum.communication_ms / o.steps;
+  t.images_per_s = 1000.0 * o.batch_size * (o.dp ? o.dp->size() : 1) / t.step_ms();
   t.peak_bytes = on_cpu ? std::max(0.0, peak_rss_bytes(false) - rss_before) : 0;
   return t;
 }
@@ -128,10 +136,61 @@ void run_step_bench(const StepBenchRun& run) {
 }
 
 std::string format_step_times(const std::string& label, const StepTimes& t) {
-  char line[200];
-  std::snprintf(line, sizeof line, "%s: %.1f ms/step (forward %.1f, loss %.1f, backward %.1f, optimizer %.1f), %.1f img/s",
-                label.c_str(), t.step_ms(), t.forward_ms, t.loss_ms, t.backward_ms, t.optimizer_ms, t.images_per_s);
+  char line[240], comm[48] = "";
+  if (t.communication_ms > 0) std::snprintf(comm, sizeof comm, ", communication %.1f", t.communication_ms);
+  std::snprintf(line, sizeof line, "%s: %.1f ms/step (forward %.1f, loss %.1f, backward %.1f%s, optimizer %.1f), %.1f img/s",
+                label.c_str(), t.step_ms(), t.forward_ms, t.loss_ms, t.backward_ms, comm, t.optimizer_ms, t.images_per_s);
   return line;
+}
+
+namespace {
+
+// One rank's side of the data-parallel bench: bucketed-overlapped, then one exchange after backward.
+void bench_as_rank(const DataParallelBenchRun& run) {
+  auto dp = DataParallel::from_environment(std::chrono::minutes(10));
+  dp->quiet_secondary_ranks();
+  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dp->world().local_size));
+  StepBenchOptions o = run.shape;
+  o.batch_size /= dp->size();
+  o.dp = dp.get();
+  BuiltModel built = build_model(run.cfg, "", run.nc);
+  dp->broadcast_state(*built.model);
+  StepTimes modes[2];
+  for (int overlap = 1; overlap >= 0; --overlap) {
+    o.grad_sync.overlap = overlap;
+    modes[overlap] = measure_steps(*built.model, o);
+    dp->barrier();
+  }
+  char label[96];
+  std::snprintf(label, sizeof label, "%d processes x %d thread(s), bucketed during backward", dp->size(), torch::get_num_threads());
+  std::cout << format_step_times(label, modes[1]) << "\n";
+  std::snprintf(label, sizeof label, "%d processes x %d thread(s), one all-reduce after backward", dp->size(), torch::get_num_threads());
+  std::cout << format_step_times(label, modes[0]) << "\n";
+  const double hidden = modes[0].communication_ms > 0 ? 1 - modes[1].communication_ms / modes[0].communication_ms : 0;
+  std::printf("communication share of a step: %.1f%% bucketed, %.1f%% after backward; %.0f%% of the all-reduce hidden behind backward\n",
+              100 * modes[1].communication_ms / modes[1].step_ms(), 100 * modes[0].communication_ms / modes[0].step_ms(), 100 * hidden);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_data_parallel_bench(const DataParallelBenchRun& run) {
+  if (world_from_env().distributed()) {
+    bench_as_rank(run);
+    return 0;
+  }
+  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  const BuiltModel built = build_model(run.cfg, "", run.nc);
+  std::cout << model_summary(*built.model, run.shape.img_size).line() << "\n"
+            << "global batch " << run.shape.batch_size << ", " << run.shape.img_size << " px, " << run.shape.warmup
+            << " warm-up + " << run.shape.steps << " timed steps each\n";
+  char label[64];
+  std::snprintf(label, sizeof label, "1 process x %d threads", torch::get_num_threads());
+  std::cout << format_step_times(label, measure_steps(*built.model, run.shape)) << std::endl;
+  LaunchOptions launch;
+  launch.nproc_per_node = run.nproc;
+  launch.master_port = run.master_port;
+  return launch_local_ranks(launch, own_arguments());
 }
 
 }  // namespace kestrel

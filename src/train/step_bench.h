@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/hyp.h"
+#include "dist/data_parallel.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
 
@@ -24,11 +25,15 @@ struct StepBenchOptions {
   bool optimizer = true;   // include the SGD step (AutoBatch and --amp auto time forward+backward)
   torch::Device device = torch::kCPU;
   Hyp hyp;
+  // A rank of a data-parallel job: each step's gradients are averaged over the job (loss x world
+  // size, as the trainer), and the wait for that exchange is timed as communication.
+  DataParallel* dp = nullptr;
+  GradSyncOptions grad_sync;
 };
 
 struct StepTimes {
-  double forward_ms = 0, loss_ms = 0, backward_ms = 0, optimizer_ms = 0;
-  double step_ms() const { return forward_ms + loss_ms + backward_ms + optimizer_ms; }
+  double forward_ms = 0, loss_ms = 0, backward_ms = 0, communication_ms = 0, optimizer_ms = 0;
+  double step_ms() const { return forward_ms + loss_ms + backward_ms + communication_ms + optimizer_ms; }
   double images_per_s = 0;
   double peak_bytes = 0;  // CPU: resident memory the steps added at their peak (VmHWM); 0 on CUDA
 };
@@ -44,6 +49,17 @@ struct StepBenchRun {
   StepBenchOptions shape;
 };
 void run_step_bench(const StepBenchRun& run);
+
+// `kestrel bench dp`: one process with every core against N processes sharing them, at the same
+// global batch, the N-process steps once with gradients exchanged in buckets during backward and
+// once in one all-reduce after it. Run outside a job it measures the one-process step, then starts
+// the N ranks of itself; rank 0 prints theirs.
+struct DataParallelBenchRun {
+  std::string cfg = "yolov5n.yaml";
+  int nc = 80, nproc = 2, master_port = 29500;
+  StepBenchOptions shape;  // batch_size: the global batch
+};
+int run_data_parallel_bench(const DataParallelBenchRun& run);
 
 // "fp32: 2998.1 ms/step (fwd 1010.2, loss 20.3, bwd 1890.0, opt 77.6), 5.3 img/s"
 std::string format_step_times(const std::string& label, const StepTimes& t);

@@ -68,7 +68,7 @@ TrainResult Trainer::run() {
 void Trainer::train_epoch(int epoch) {
   model_->train();
   loader_->set_mosaic(!(opt_.close_mosaic > 0 && epoch >= opt_.epochs - opt_.close_mosaic));
-  if (g_interrupted) {  // Ctrl-C while the previous epoch was closed: last.pt is that epoch's end
+  if (interrupt_requested()) {  // Ctrl-C while the previous epoch was closed: last.pt is that epoch's end
     interrupted_ = true;
     return;
   }
@@ -87,7 +87,7 @@ void Trainer::train_epoch(int epoch) {
     const Batch* batch = resident_images_.defined() ? nullptr : loader_->next();
     if (!batch && !resident_images_.defined()) break;
     timeline_.mark(StepStage::data_wait);
-    if (epoch == 0 && i < 3 && batch && !opt_.noplots) plot_train_batch(i, *batch);
+    if (epoch == 0 && i < 3 && batch && !opt_.noplots && dp_->main()) plot_train_batch(i, *batch);
     train_step(epoch, i, batch);
     bar.update(1, [&] {
       char wait[16];
@@ -97,7 +97,10 @@ void Trainer::train_epoch(int epoch) {
     timeline_.mark(StepStage::logging);
     timeline_.end_step();
     if (++steps_total_ == opt_.untimed_steps) timeline_.discard();
-    if (g_interrupted) {
+    // One exchange per step tells every rank of a job the same: stop for Ctrl-C, checkpoint now.
+    const bool save_due = opt_.save_minutes > 0 && seconds_since(last_save_) >= 60 * opt_.save_minutes;
+    const std::vector<bool> agreed = dp_->any({g_interrupted != 0, save_due});
+    if (agreed[0]) {
       interrupted_ = true;
       save_mid_epoch(epoch, i + 1, /*in_background=*/false);
       break;
@@ -106,8 +109,7 @@ void Trainer::train_epoch(int epoch) {
       step_budget_spent_ = stop_ = true;
       break;
     }
-    if (opt_.save_minutes > 0 && seconds_since(last_save_) >= 60 * opt_.save_minutes)
-      save_mid_epoch(epoch, i + 1, /*in_background=*/true);
+    if (agreed[1]) save_mid_epoch(epoch, i + 1, /*in_background=*/true);
   }
   bar.close();
   epoch_train_seconds_ = seconds_since(epoch_start);
@@ -132,10 +134,14 @@ void Trainer::train_step(int epoch, int i, const Batch* batch) {
   }
   timeline_.mark(StepStage::forward);
   auto [loss, loss_items] = (*loss_)(pred, targets);
+  if (dp_->active()) loss = loss * dp_->size();  // as train.py: the all-reduce averages over ranks
   timeline_.mark(StepStage::loss);
+  if (step.optimizer_step) dp_->arm_gradient_sync();  // the window's gradients are exchanged once, during this backward
   scaler_.scale(loss).backward();
   grads_pending_ = true;
   timeline_.mark(StepStage::backward);
+  dp_->finish_gradient_sync();
+  timeline_.mark(StepStage::communication);
   if (step.optimizer_step) optimizer_step(epoch, i, batch);
   timeline_.mark(StepStage::optimizer);
 
@@ -170,6 +176,8 @@ void Trainer::optimizer_step(int epoch, int i, const Batch* batch) {
     std::fprintf(stderr, "\nWARNING: inf/NaN gradients at epoch %d, batch %d: optimizer step skipped\n", epoch, i);
 }
 
+bool Trainer::interrupt_requested() { return dp_->any(g_interrupted != 0); }
+
 void Trainer::validate(int epoch, bool final_epoch) {
   const bool due = !opt_.noval && (epoch + 1) % std::max(1, opt_.val_period) == 0;
   // A run its step budget ended (profile, tune's trials) validates once at the end unless --noval:
@@ -191,6 +199,12 @@ void Trainer::validate(int epoch, bool final_epoch) {
 void Trainer::end_epoch(int epoch) {
   const std::vector<double> lr = group_lrs(*optimizer_);
   const bool final_epoch = epoch + 1 == opt_.epochs || stopper_.possible_stop() || step_budget_spent_;
+  if (grads_pending_) dp_->average_gradients();  // the checkpoint's gradients are the job's
+  if (!dp_->main()) {  // rank 0 validates, logs and saves; the others wait for its word on stopping
+    stop_ = dp_->any(false) || step_budget_spent_;
+    timeline_.end_epoch();
+    return;
+  }
   validate(epoch, final_epoch);
   const double fi = last_val_.metrics.fitness();
   stop_ = stopper_(epoch, fi) || step_budget_spent_;
@@ -222,10 +236,11 @@ void Trainer::end_epoch(int epoch) {
   timeline_.mark(StepStage::logging);
   const StageTotals et = timeline_.end_epoch();
   const VerdictInput vin{et, sampler_.summarize(epoch_sample_mark_), device_.is_cuda(), workers_,
-                         largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr};
+                         largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr, dp_->size()};
   std::printf("epoch %d: %.1f s train, %s | %s\n", epoch, epoch_train_seconds_, format_stage_line(et).c_str(),
               judge(vin).summary.c_str());
   std::fflush(stdout);  // a line per epoch also when stdout is a pipe (tee, a log collector)
+  stop_ = dp_->any(stop_);
   if (stop_ && epoch + 1 < opt_.epochs && !step_budget_spent_)
     std::cout << "Stopping training early as no improvement observed in last " << opt_.patience
               << " epochs. Best results observed at epoch " << stopper_.best_epoch() << ".\n";
@@ -254,6 +269,9 @@ std::string Trainer::checkpoint_bytes(int epoch, int batch) {
 }
 
 void Trainer::save_mid_epoch(int epoch, int batch, bool in_background) {
+  if (grads_pending_) dp_->average_gradients();
+  last_save_ = std::chrono::steady_clock::now();
+  if (!dp_->main()) return;
   writer_.write(run_.last_pt(), checkpoint_bytes(epoch, batch));
   last_save_ = std::chrono::steady_clock::now();
   if (in_background) {
@@ -301,6 +319,8 @@ TrainResult Trainer::finish() {
   result.ran.cache = cache_name(cache_);
   result.steps_per_epoch = nb_;
   result.system = sampler_.summarize(0);
+  result.processes = dp_->size();
+  if (!dp_->main()) return result;  // rank 0 writes the run's files
   if (interrupted_) {
     std::cerr << "\nInterrupted: saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << "`\n";
     return result;
@@ -314,7 +334,7 @@ TrainResult Trainer::finish() {
     if (fs::exists(path)) strip_checkpoint(path, *model_->copy());
 
   const VerdictInput vin{result.timeline, result.system, device_.is_cuda(), workers_,
-                         largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr};
+                         largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr, dp_->size()};
   const Verdict& verdict = result.verdict = judge(vin);
   std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";

@@ -18,6 +18,7 @@
 #include "core/hyp.h"
 #include "data/index/label_index.h"
 #include "data/loader/loader.h"
+#include "dist/data_parallel.h"
 #include "eval/metrics.h"
 #include "profile/system_sampler.h"
 #include "profile/timeline.h"
@@ -56,6 +57,7 @@ struct TrainResult {
   TrainOptions ran;              // the options as run: --batch, --amp, --workers and --cache resolved
   int steps_per_epoch = 0;       // batches in a full epoch of the training data
   SystemSummary system;          // CPU/GPU use over the whole run
+  int processes = 1;             // data-parallel ranks that trained it
 };
 
 class Trainer {
@@ -66,6 +68,7 @@ class Trainer {
 
  private:
   // ---- set-up, in this order (trainer_setup.cpp)
+  void join_job();              // a data-parallel job: the other ranks, same options, torchrun restarts
   void setup_run();             // --resume options, demo data, threads, seed, run folder, opt.json, hyp
   void prepare_data();          // data.yaml, class names, indexes, scan
   void prepare_model();         // build or transfer, class names, freeze, summary, image size vs stride
@@ -78,6 +81,7 @@ class Trainer {
   // ---- the loop (trainer.cpp)
   void train_epoch(int epoch);  // from point_.batch to the epoch's end, or to a Ctrl-C
   void train_step(int epoch, int i, const Batch* batch);
+  bool interrupt_requested();   // Ctrl-C, agreed by every rank of a job
   // Unscale, clip, step (skipped on inf/NaN), zero grads, EMA: after each accumulation window.
   void optimizer_step(int epoch, int i, const Batch* batch);
   void validate(int epoch, bool final_epoch);
@@ -90,6 +94,7 @@ class Trainer {
   TrainResult finish();
 
   TrainOptions opt_;
+  std::unique_ptr<DataParallel> dp_;  // inactive for one process
   std::string resume_ckpt_;  // "" for a new run
   Hyp hyp_;
   torch::Device device_{torch::kCPU};

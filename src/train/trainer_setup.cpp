@@ -7,11 +7,14 @@
 #include <thread>
 
 #include "data/index/demo_dataset.h"
+#include "data/io/content_hash.h"
 #include "data/index/index_report.h"
 #include "data/index/scan.h"
 #include "data/index/scan_report.h"
 #include "data/loader/worker_tuning.h"
+#include "dist/launch.h"
 #include "model/model_info.h"
+#include "profile/doctor.h"
 #include "report/labels_plot.h"
 #include "report/progress_callback.h"
 #include "train/amp_choice.h"
@@ -32,7 +35,8 @@ namespace {
 // compute leaves idle and, beyond those, time from compute (hence --cache auto).
 int default_workers(int cores) { return std::max(1, std::min(8, cores)); }
 
-std::string latest_last_pt(const std::string& project) {
+// The newest last.pt under project, or "" when there is none.
+std::string find_latest_last_pt(const std::string& project) {
   std::string best;
   fs::file_time_type best_time{};
   std::error_code ec;
@@ -41,8 +45,46 @@ std::string latest_last_pt(const std::string& project) {
     const auto t = fs::last_write_time(it->path(), ec);
     if (best.empty() || t > best_time) best = it->path().string(), best_time = t;
   }
+  return best;
+}
+
+std::string latest_last_pt(const std::string& project) {
+  const std::string best = find_latest_last_pt(project);
   if (best.empty()) throw std::runtime_error("--resume: no last.pt found under " + project);
   return best;
+}
+
+// torchrun --max-restarts: a restarted job goes on from the newest unfinished run under project.
+std::string restart_checkpoint(const std::string& project) {
+  const std::string last = find_latest_last_pt(project);
+  if (last.empty() || !load_checkpoint(last, nullptr, nullptr, nullptr).has_optimizer) return "";
+  return last;
+}
+
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// What every rank of a job must agree on: the options (less the per-process ones) and the data.
+std::string options_fingerprint(TrainOptions o) {
+  o.progress = true;
+  const std::string text = nlohmann::json(o).dump();
+  return hex(content_hash64(text.data(), text.size()));
+}
+
+std::string dataset_fingerprint(const DatasetIndex& train, const DatasetIndex& val) {
+  std::string text;
+  for (const DatasetIndex* index : {&train, &val})
+    for (const ImageRecord& r : index->records) {
+      text += r.image_path;
+      text += '\n';
+      for (const Label& l : r.labels)
+        text.append(reinterpret_cast<const char*>(&l), sizeof l);
+    }
+  return hex(content_hash64(text.data(), text.size())) + " over " + std::to_string(train.records.size()) + "+" +
+         std::to_string(val.records.size()) + " images";
 }
 
 // train.py: one class named 'item' for --single-cls, unless the data has a single name already.
@@ -73,15 +115,43 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
   restore();
 }
 
+// A data-parallel job (torchrun's variables, or `--nproc-per-node`): join the other ranks, check they
+// run the same options, and under torchrun --max-restarts go on from the run a failure interrupted.
+void Trainer::join_job() {
+  const torch::Device device = parse_device(rank_device(opt_.device, world_from_env().local_rank));
+  dp_ = DataParallel::from_environment(std::chrono::milliseconds(static_cast<int64_t>(opt_.dist_timeout * 1000)), device);
+  dp_->quiet_secondary_ranks();
+  if (!dp_->active()) return;
+  const World& w = dp_->world();
+  std::cout << "Data parallel: " << w.size << " processes (" << w.local_size << " on this machine), "
+            << dp_->group()->backend() << " over "
+            << w.master_addr << ":" << w.master_port << ", global batch " << opt_.batch_size << "\n";
+  if (opt_.resume.empty() && w.restart_count > 0) {
+    opt_.resume = dp_->from_main("restart", dp_->main() ? restart_checkpoint(opt_.project) : "");
+    if (!opt_.resume.empty())
+      std::cout << "torchrun restart " << w.restart_count << ": resuming the interrupted run from " << opt_.resume << "\n";
+  }
+  opt_.world_size = w.size;
+  TrainOptions same = opt_;
+  same.world_size = 0;
+  dp_->check_same("options", options_fingerprint(same));
+}
+
 void Trainer::setup_run() {
+  join_job();
   if (!opt_.resume.empty()) {
-    resume_ckpt_ = opt_.resume == "auto" ? latest_last_pt(opt_.project) : opt_.resume;
+    // Rank 0 finds the file; with several machines it must be at that path on each (a shared folder).
+    resume_ckpt_ = dp_->from_main("resume", opt_.resume == "auto" && dp_->main() ? latest_last_pt(opt_.project) : opt_.resume);
     const CheckpointMeta meta = load_checkpoint(resume_ckpt_, nullptr, nullptr, nullptr);
     if (!meta.has_optimizer)
       throw std::runtime_error(resume_ckpt_ + ": this run is finished (its checkpoint is stripped), nothing to resume");
     const bool progress = opt_.progress;
+    const double dist_timeout = opt_.dist_timeout;
     opt_ = meta.train_options.get<TrainOptions>();
-    opt_.progress = progress;
+    opt_.progress = progress, opt_.dist_timeout = dist_timeout;
+    if (opt_.world_size != dp_->size())
+      throw std::runtime_error(resume_ckpt_ + " was trained by " + std::to_string(opt_.world_size) + " process(es), this job has " +
+                               std::to_string(dp_->size()) + ": resume with the same --nproc-per-node and --nnodes");
     opt_.resume = resume_ckpt_;
     const ResumePoint at = meta.resume_point.empty() ? ResumePoint{meta.epoch + 1} : meta.resume_point.get<ResumePoint>();
     std::cout << "Resuming training from " << resume_ckpt_ << " (epoch " << at.epoch
@@ -91,18 +161,21 @@ void Trainer::setup_run() {
     opt_.data = ensure_demo_dataset();
     std::cout << "No --data given: training on the built-in demo dataset " << opt_.data << "\n";
   }
-  device_ = parse_device(opt_.device);
-  cores_ = static_cast<int>(std::thread::hardware_concurrency());
+  device_ = parse_device(rank_device(opt_.device, dp_->world().local_rank));  // --device 0,1: one GPU per process
+  // The ranks on one machine share its cores.
+  cores_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dp_->world().local_size);
   torch::set_num_threads(cores_);
   torch::manual_seed(opt_.seed);
   workers_ = opt_.workers >= 0 ? opt_.workers : default_workers(cores_);  // auto: refined once the loader exists
-  if (resume_ckpt_.empty()) {
-    run_ = make_run_dir(opt_.project, opt_.name, opt_.exist_ok);
-  } else {
+  if (!resume_ckpt_.empty()) {
     run_.weights_dir = fs::path(resume_ckpt_).parent_path().string();
     run_.save_dir = fs::path(run_.weights_dir).parent_path().string();
+  } else if (dp_->main()) {
+    run_ = make_run_dir(opt_.project, opt_.name, opt_.exist_ok);
   }
-  fs::create_directories(run_.weights_dir);
+  run_.save_dir = dp_->from_main("save_dir", run_.save_dir);  // only rank 0 writes files
+  run_.weights_dir = run_.save_dir + "/weights";
+  if (dp_->main()) fs::create_directories(run_.weights_dir);
   hyp_ = opt_.hyp.empty() ? Hyp{} : load_hyp(opt_.hyp);
   if (opt_.label_smoothing > 0) hyp_.label_smoothing = opt_.label_smoothing;
 }
@@ -117,13 +190,22 @@ void Trainer::prepare_data() {
   for (const auto& w : val_index_.warnings) std::cerr << "WARNING: " << w << "\n";
   std::cout << "train: " << format_index_stats(train_index_.stats) << "\n";
   std::cout << "val: " << format_index_stats(val_index_.stats) << "\n";
-  if (!opt_.noplots && resume_ckpt_.empty()) {
+  dp_->check_same("dataset", dataset_fingerprint(train_index_, val_index_));
+  if (dp_->active() && dp_->main() && !train_index_.records.empty()) {
+    bool network = false;
+    const std::string images = fs::path(train_index_.records.front().image_path).parent_path().string();
+    const std::string fs_type = filesystem_type(images, &network);
+    if (network)
+      std::cerr << "WARNING: " << dp_->size() << " processes read " << images << " on a network file system (" << fs_type
+                << "): copy the data to each machine's disk, or cache it (--cache disk: one file per machine)\n";
+  }
+  if (!opt_.noplots && resume_ckpt_.empty() && dp_->main()) {
     std::vector<Label> labels;
     for (const ImageRecord& r : train_index_.records) labels.insert(labels.end(), r.labels.begin(), r.labels.end());
     write_labels_plot(labels, names_, run_.save_dir + "/labels.jpg");
   }
   if (train_index_.records.empty()) throw std::runtime_error(opt_.data + ": no training images found");
-  if (!opt_.scan) return;
+  if (!opt_.scan || !dp_->main()) return;  // one scan report per job
   // The health check (data/scan.h): the index already skips what cannot be used; this says what is wrong.
   // Decodes every image once per dataset version, then costs a stat per file (cached).
   ProgressCallback progress("scan");
@@ -167,6 +249,9 @@ void Trainer::prepare_model() {
     opt_.img_size = fixed;
   }
   if (resume_ckpt_.empty()) check_anchors();
+  dp_->broadcast_state(*model_);  // every rank starts from rank 0's weights and anchors
+  if (opt_.sync_bn && dp_->active())
+    std::cout << "Using SyncBatchNorm() on " << dp_->use_sync_batch_norm(*model_) << " BatchNorm layers\n";
 }
 
 // train.py's check_anchors, before the loss copies the anchors: a model whose yaml only gives an
@@ -192,8 +277,15 @@ void Trainer::prepare_batch() {
   shape.batch_size = opt_.batch_size > 0 ? opt_.batch_size : 16;
   shape.device = device_;
   shape.hyp = hyp_;
+  if (dp_->active() && opt_.batch_size < 0)
+    throw std::runtime_error("AutoBatch (--batch-size -1) measures one process: give the job's global --batch-size, a multiple of " +
+                             std::to_string(dp_->size()));
+  if (opt_.batch_size % dp_->size())
+    throw std::runtime_error("--batch-size " + std::to_string(opt_.batch_size) + " must be a multiple of the " +
+                             std::to_string(dp_->size()) + " processes (it is the global batch, split over them)");
+  if (dp_->active()) shape.batch_size /= dp_->size();
   const AmpChoice amp = choose_amp(opt_.amp, *model_, shape);
-  precision_ = shape.precision = amp.precision;
+  precision_ = shape.precision = parse_precision(dp_->from_main("amp", precision_name(amp.precision)));  // rank 0's measurement
   opt_.amp = precision_ == Precision::fp32 ? "off" : precision_name(precision_);  // what --resume repeats
   std::cout << amp.why << "\n";
   if (opt_.batch_size < 0) {
@@ -213,7 +305,8 @@ void Trainer::prepare_loaders() {
   cache_ = choose_cache(opt_.cache, train_index_, val_index_, opt_.img_size);
   LoaderOptions lo;
   lo.img_size = opt_.img_size;
-  lo.batch_size = opt_.batch_size;
+  lo.batch_size = opt_.batch_size / dp_->size();  // --batch-size is the job's global batch
+  lo.shard = dp_->world().rank, lo.shards = dp_->size();
   lo.workers = workers_;
   lo.prefetch = opt_.prefetch;
   lo.augment = true;
@@ -223,7 +316,14 @@ void Trainer::prepare_loaders() {
   lo.seed = static_cast<uint64_t>(opt_.seed);
   lo.cache = cache_;
   lo.hyp = hyp_;
+  // The disk cache is one file per machine: its local rank 0 writes it, the others map it after.
+  const bool waits_for_cache = cache_ == CacheMode::disk && dp_->world().local_rank != 0;
+  if (waits_for_cache) dp_->barrier();
   loader_ = std::make_unique<Loader>(train_index_.records, lo);
+  if (cache_ == CacheMode::disk && !waits_for_cache) dp_->barrier();
+  if (cache_ == CacheMode::ram && dp_->world().local_size > 1)
+    std::cout << "--cache ram: each of this machine's " << dp_->world().local_size
+              << " processes holds all the training images in its own memory (--cache disk shares one file)\n";
   if (opt_.workers < 0) {  // --workers auto
     const WorkerChoice choice = choose_workers(*loader_, std::min(cores_, 16));
     workers_ = choice.workers;
@@ -232,18 +332,19 @@ void Trainer::prepare_loaders() {
   nb_ = static_cast<int>(loader_->batches_per_epoch());
 
   val_options_.img_size = opt_.img_size;
-  val_options_.batch_size = opt_.batch_size * 2;
+  val_options_.batch_size = lo.batch_size * 2;
   val_options_.workers = workers_;
   val_options_.single_cls = opt_.single_cls;
   val_options_.progress = opt_.progress;
   val_options_.cache = cache_;
   val_options_.precision = precision_;  // as train.py validates with half=amp
-  validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);
+  if (dp_->main()) validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);  // rank 0 validates
 }
 
 void Trainer::prepare_optimization() {
   schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr, opt_.nbs);
   optimizer_ = smart_optimizer(*model_, parse_optimizer_kind(opt_.optimizer), hyp_.lr0, hyp_.momentum, schedule_->weight_decay());
+  dp_->sync_gradients_of(model_->parameters());
   ema_ = std::make_unique<ModelEMA>(model_->copy(), *model_);
   loss_ = std::make_unique<YoloLoss>(
       loss_config_from_hyp(hyp_, nc_, static_cast<int>(model_->nl()), opt_.img_size, model_->anchors().to(device_)));
@@ -260,7 +361,7 @@ void Trainer::prepare_optimization() {
   meta_.nc = nc_;
   meta_.names = names_;
   meta_.train_options = opt_;
-  std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";  // --amp, --batch resolved
+  if (dp_->main()) std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";  // --amp, --batch resolved
 }
 
 void Trainer::restore() {
@@ -281,7 +382,7 @@ void Trainer::restore() {
     last_val_.loss = point_.val_loss;
     mloss_ = torch::tensor(std::vector<float>(point_.mloss.begin(), point_.mloss.end()));
   }
-  ResultsCsv(run_.results_csv()).keep_epochs_before(point_.epoch);
+  if (dp_->main()) ResultsCsv(run_.results_csv()).keep_epochs_before(point_.epoch);
 }
 
 }  // namespace kestrel

@@ -19,24 +19,29 @@ namespace kestrel::test {
 
 namespace {
 
-[[noreturn]] void exec_child(int out_fd, const std::vector<std::string>& args, const std::string& cwd) {
+[[noreturn]] void exec_child(int out_fd, const std::string& program, const std::vector<std::string>& args,
+                             const std::string& cwd) {
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   close(out_fd);
   if (chdir(cwd.c_str()) != 0) _exit(126);
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   std::vector<char*> argv;
-  static std::string bin = KESTREL_BIN;
-  argv.push_back(bin.data());
+  argv.push_back(const_cast<char*>(program.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  execv(bin.c_str(), argv.data());
+  execvp(program.c_str(), argv.data());
   _exit(127);
 }
 
 }  // namespace
 
 CommandResult run_kestrel(const std::vector<std::string>& args, const std::string& cwd,
+                          const std::function<bool(const std::string&)>& signal_when, int signal) {
+  return run_program(KESTREL_BIN, args, cwd, signal_when, signal);
+}
+
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const std::string& cwd,
                           const std::function<bool(const std::string&)>& signal_when, int signal) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
@@ -45,7 +50,7 @@ CommandResult run_kestrel(const std::vector<std::string>& args, const std::strin
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     close(fds[0]);
-    exec_child(fds[1], args, cwd);
+    exec_child(fds[1], program, args, cwd);
   }
   close(fds[1]);
   CommandResult r;

@@ -19,6 +19,9 @@ struct CommandResult {
 // sent to the process once (e.g. SIGINT: a user's Ctrl-C).
 CommandResult run_kestrel(const std::vector<std::string>& args, const std::string& cwd,
                           const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT);
+// The same for another program (e.g. torchrun launching kestrel), found on PATH.
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const std::string& cwd,
+                          const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT);
 
 enum class NamesStyle { list, map, nc_only };  // names: [a, b], names: {0: a, 1: b}, or nc: N alone
 enum class Layout {

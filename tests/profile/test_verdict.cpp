@@ -62,3 +62,32 @@ TEST(Verdict, GpuRules) {
   in.system.gpu_throttled = true;
   EXPECT_EQ(judge(in).bound, Bound::power);
 }
+
+namespace kestrel {
+namespace {
+
+VerdictInput waiting_on_all_reduce(double comm_share, int processes) {
+  VerdictInput in;
+  in.steps.seconds[static_cast<size_t>(StepStage::communication)] = comm_share;
+  in.steps.seconds[static_cast<size_t>(StepStage::forward)] = 1 - comm_share;
+  in.steps.steps = 10;
+  in.system.machine_cpu = 0.6;
+  in.processes = processes;
+  return in;
+}
+
+TEST(Verdict, LongAllReduceWaitsAreCommunicationBound) {
+  const Verdict v = judge(waiting_on_all_reduce(0.35, 4));
+  EXPECT_EQ(v.bound, Bound::communication);
+  EXPECT_NE(v.summary.find("35%"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("4 processes"), std::string::npos) << v.summary;
+  EXPECT_NE(v.action.find("--nbs"), std::string::npos) << v.action;
+}
+
+TEST(Verdict, ShortAllReduceWaitsAreNotTheLimit) {
+  EXPECT_NE(judge(waiting_on_all_reduce(0.1, 4)).bound, Bound::communication);
+  EXPECT_NE(judge(waiting_on_all_reduce(0.35, 1)).bound, Bound::communication) << "one process exchanges nothing";
+}
+
+}  // namespace
+}  // namespace kestrel

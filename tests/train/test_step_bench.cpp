@@ -25,6 +25,7 @@ TEST(StepBench, MeasuresEachStageAndLeavesTheModelAlone) {
     EXPECT_GT(t.backward_ms, 0);
     EXPECT_GT(t.optimizer_ms, 0);
     EXPECT_DOUBLE_EQ(t.step_ms(), t.forward_ms + t.loss_ms + t.backward_ms + t.optimizer_ms);
+    EXPECT_EQ(t.communication_ms, 0) << "one process exchanges nothing";
     EXPECT_NEAR(t.images_per_s, 1000.0 * 2 / t.step_ms(), 1e-9);
     EXPECT_GE(t.peak_bytes, 0);
   }

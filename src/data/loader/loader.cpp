@@ -55,6 +55,10 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
   if (opts_.img_size <= 0 || opts_.batch_size <= 0 || opts_.stride <= 0 || opts_.workers < 0)
     throw std::invalid_argument("Loader: img_size, batch_size and stride must be positive, workers >= 0");
   if (records_.size() > UINT32_MAX) throw std::invalid_argument("Loader: more than 2^32 images");
+  if (opts_.shards < 1 || opts_.shard < 0 || opts_.shard >= opts_.shards)
+    throw std::invalid_argument("Loader: shard must be in [0, shards)");
+  if (opts_.rect && opts_.shards > 1)
+    throw std::invalid_argument("--rect batches cannot be split over several processes: train without --rect");
   if (opts_.rect) {
     opts_.shuffle = false;  // as YOLOv5: rect batches depend on the sorted order
     compute_rect_shapes();
@@ -71,7 +75,7 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
   size_t max_pixels = 0;
   for (size_t b = 0; b < batches_per_epoch(); ++b) {
     const auto [h, w] = batch_shape(b);
-    const size_t n = std::min<size_t>(opts_.batch_size, records_.size() - b * opts_.batch_size);
+    const size_t n = std::min<size_t>(opts_.batch_size, epoch_size() - b * opts_.batch_size);
     max_pixels = std::max(max_pixels, n * 3 * h * w);
   }
   slots_.resize(opts_.workers == 0 ? 1 : std::max(1, opts_.prefetch) + 1);
@@ -131,7 +135,11 @@ void Loader::stop_threads() {
 
 size_t Loader::size() const { return records_.size(); }
 
-size_t Loader::batches_per_epoch() const { return (records_.size() + opts_.batch_size - 1) / opts_.batch_size; }
+size_t Loader::epoch_size() const {
+  return opts_.shards > 1 ? (records_.size() + opts_.shards - 1) / opts_.shards : records_.size();
+}
+
+size_t Loader::batches_per_epoch() const { return (epoch_size() + opts_.batch_size - 1) / opts_.batch_size; }
 
 const std::vector<ImageRecord>& Loader::records() const { return records_; }
 
@@ -211,7 +219,7 @@ cv::Size Loader::loaded_size(size_t index) const {
 }
 
 bool Loader::sample_claimable() const {
-  return epoch_active_ && next_item_ < records_.size() &&
+  return epoch_active_ && next_item_ < epoch_size() &&
          next_item_ / opts_.batch_size < released_ + slots_.size();
 }
 
@@ -251,7 +259,7 @@ void Loader::worker_main(Worker& w) {
 
 void Loader::prepare_slot(Slot& slot, size_t b) {
   const auto [h, w] = batch_shape(b);
-  const size_t n = std::min<size_t>(opts_.batch_size, records_.size() - b * opts_.batch_size);
+  const size_t n = std::min<size_t>(opts_.batch_size, epoch_size() - b * opts_.batch_size);
   Batch& batch = slot.batch;
   batch.n = static_cast<int>(n), batch.h = h, batch.w = w;
   batch.pixels.resize(n * 3 * h * w);  // within the reserved capacity: never reallocates
@@ -311,6 +319,16 @@ void Loader::drain(std::unique_lock<std::mutex>& lock) {
   done_cv_.wait(lock, [&] { return busy_ == 0; });  // samples in flight finish; their results are dropped
 }
 
+// DistributedSampler's split: the epoch's order padded with its own first images to a multiple of
+// the shard count, then every shards-th position from this shard's. Batch b of all shards together
+// holds the images of batch b of one process with shards x the batch, in the same order.
+void Loader::shard_order() {
+  const size_t n = order_.size(), per = epoch_size();
+  std::vector<uint32_t> mine(per);
+  for (size_t k = 0; k < per; ++k) mine[k] = order_[(k * opts_.shards + opts_.shard) % n];
+  order_.swap(mine);
+}
+
 void Loader::start_epoch(int epoch, size_t first_batch) {
   std::unique_lock<std::mutex> lock(mu_);
   drain(lock);
@@ -322,9 +340,10 @@ void Loader::start_epoch(int epoch, size_t first_batch) {
     SampleRng rng(opts_.seed, static_cast<uint64_t>(epoch), kShuffleIndex, kShuffleStream);
     for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
   }
+  if (opts_.shards > 1) shard_order();
   for (auto& s : slots_) s.batch_index = SIZE_MAX, s.ready = false, s.error = nullptr;
   released_ = next_batch_ = std::min(first_batch, batches_per_epoch());
-  next_item_ = std::min(next_batch_ * static_cast<size_t>(opts_.batch_size), records_.size());
+  next_item_ = std::min(next_batch_ * static_cast<size_t>(opts_.batch_size), epoch_size());
   holding_ = false;
   epoch_active_ = true;
   work_cv_.notify_all();

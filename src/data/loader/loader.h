@@ -7,6 +7,8 @@
 //   waits for; each sample is written straight into its place in the slot.
 // - Every random draw of a sample comes from SampleRng(seed, epoch, dataset index), and the epoch order
 //   is a Fisher-Yates shuffle seeded by (seed, epoch): batches are byte-identical for any worker count.
+// - Data parallel: each process reads a disjoint shard of that order (shard_order), so the job's
+//   batches do not depend on scheduling, and a sample's augmentation not on which process builds it.
 // - rect: YOLOv5's rectangular batches (images sorted by aspect ratio, one letterbox shape per batch,
 //   no shuffle, no mosaic).
 #pragma once
@@ -32,6 +34,8 @@ struct LoaderOptions {
   bool augment = true, rect = false, shuffle = true, use_mosaic = true;
   double pad = 0.0;
   uint64_t seed = 0;
+  // Data parallel: this process reads shard `shard` of `shards` of every epoch (see shard_order).
+  int shard = 0, shards = 1;
   CacheMode cache = CacheMode::none;
   // Uncached JPEG mosaic tiles: decode only the part the warp reads (DecodeRegion); same bytes out.
   bool partial_decode = true;
@@ -48,7 +52,8 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  size_t size() const;  // images
+  size_t size() const;        // images
+  size_t epoch_size() const;  // images this process reads per epoch (its shard's)
   size_t batches_per_epoch() const;
   int batch_size() const { return opts_.batch_size; }
   // Order and per-sample randomness derive from (seed, epoch, index). Cancels an epoch still in flight.
@@ -96,6 +101,7 @@ class Loader {
   bool sample_claimable() const;
   void build_cache();
   void compute_rect_shapes();
+  void shard_order();
   void prepare_slot(Slot& slot, size_t b);
   void build_sample(size_t item, Slot& slot, Worker& w);
   static void finalize(Slot& slot);
