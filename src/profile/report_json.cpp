@@ -23,12 +23,26 @@ void draw_chart(const std::string& path, const StageTotals& steps, const std::ve
     const double share = steps.share(static_cast<StepStage>(s));
     const int x1 = static_cast<int>(x + share * bar_w);
     cv::rectangle(img, {static_cast<int>(x), 30}, {x1, 60}, colours[s], cv::FILLED);
-    if (share > 0.06)
-      cv::putText(img, stage_name(static_cast<StepStage>(s)), {static_cast<int>(x) + 3, 50}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {255, 255, 255}, 1, cv::LINE_AA);
+    const char* name = stage_name(static_cast<StepStage>(s));
+    const int text_w = cv::getTextSize(name, cv::FONT_HERSHEY_SIMPLEX, 0.4, 1, nullptr).width;
+    if (text_w + 6 <= x1 - static_cast<int>(x))  // a label only where it fits its segment
+      cv::putText(img, name, {static_cast<int>(x) + 3, 50}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {255, 255, 255}, 1, cv::LINE_AA);
     x = x1;
   }
+  // Legend of the bar: every stage that took time, with its share (small segments carry no label).
+  int legend_x = left, legend_y = 78;
+  for (size_t s = 0; s < static_cast<size_t>(StepStage::validation); ++s) {
+    const double share = steps.share(static_cast<StepStage>(s));
+    if (share < 0.0005) continue;
+    const std::string text = cv::format("%s %.1f%%", stage_name(static_cast<StepStage>(s)), 100 * share);
+    const int item_w = 14 + cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, 0.4, 1, nullptr).width + 14;
+    if (legend_x + item_w > W - right) legend_x = left, legend_y += 18;  // next row
+    cv::rectangle(img, {legend_x, legend_y - 10}, {legend_x + 10, legend_y}, colours[s], cv::FILLED);
+    cv::putText(img, text, {legend_x + 14, legend_y}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
+    legend_x += item_w;
+  }
   // Utilisation over time.
-  const int top = 100, bottom = H - 40;
+  const int top = 130, bottom = H - 40;
   cv::rectangle(img, {left, top}, {W - right, bottom}, {0, 0, 0}, 1);
   cv::putText(img, "utilisation (cores busy / GPU %) over time", {left, top - 8}, cv::FONT_HERSHEY_SIMPLEX, 0.5, {0, 0, 0}, 1, cv::LINE_AA);
   if (samples.size() >= 2) {
