@@ -132,9 +132,7 @@ void Trainer::join_job() {
       std::cout << "torchrun restart " << w.restart_count << ": resuming the interrupted run from " << opt_.resume << "\n";
   }
   opt_.world_size = w.size;
-  TrainOptions same = opt_;
-  same.world_size = 0;
-  dp_->check_same("options", options_fingerprint(same));
+  dp_->check_same("options", options_fingerprint(opt_));
 }
 
 void Trainer::setup_run() {
