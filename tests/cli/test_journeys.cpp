@@ -281,6 +281,7 @@ TEST_F(Journey, TuneFromSlowSettings) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(r.has("noise margin")) << r.output;
   EXPECT_TRUE(r.has("Final command")) << r.output;
+  EXPECT_TRUE(r.has("final settings:")) << "the prediction's own validated trial of the final settings\n" << r.output;
   EXPECT_TRUE(r.has("kestrel train --data " + three + " --cfg yolov5n.yaml --img 128")) << r.output;
   const std::string dir = runs() + "/tune/t";
   ASSERT_TRUE(fs::exists(dir + "/report.json")) << r.output;
