@@ -35,23 +35,18 @@ void DataParallel::broadcast_state(torch::nn::Module& model) {
   std::vector<torch::Tensor> tensors;
   for (const auto& p : model.parameters()) tensors.push_back(p);
   for (const auto& b : model.buffers()) tensors.push_back(b);
-  for (auto& t : tensors) {
-    // Gloo broadcasts dense contiguous tensors: channels-last weights travel through a copy.
-    std::vector<torch::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
-    group_->broadcast(one);
-    if (!one[0].is_same(t)) t.copy_(one[0]);
-  }
+  group_->broadcast(tensors);
 }
 
-bool DataParallel::any(bool flag) { return any(std::vector<bool>{flag})[0]; }
-
-std::vector<bool> DataParallel::any(const std::vector<bool>& flags) {
-  if (!active()) return flags;
-  torch::Tensor t = torch::zeros({static_cast<int64_t>(flags.size())}, torch::kInt32);
-  for (size_t i = 0; i < flags.size(); ++i) t[i] = flags[i] ? 1 : 0;
+uint32_t DataParallel::any_bits(uint32_t bits) {
+  if (!active()) return bits;
+  torch::Tensor t = torch::empty({32}, torch::kInt32);  // one element a bit: MAX of each is its OR
+  int32_t* v = t.data_ptr<int32_t>();
+  for (int i = 0; i < 32; ++i) v[i] = (bits >> i) & 1u;
   group_->all_reduce_max(t);
-  std::vector<bool> out(flags.size());
-  for (size_t i = 0; i < flags.size(); ++i) out[i] = t[i].item<int>() != 0;
+  v = t.data_ptr<int32_t>();
+  uint32_t out = 0;
+  for (int i = 0; i < 32; ++i) out |= static_cast<uint32_t>(v[i] != 0) << i;
   return out;
 }
 

@@ -37,10 +37,11 @@ class DataParallel {
   void check_same(const std::string& what, const std::string& fingerprint);
   // Rank 0's parameters and buffers on every rank (DistributedDataParallel does this at start).
   void broadcast_state(torch::nn::Module& model);
-  // True on every rank when `flag` is true on some rank (Ctrl-C, early stopping); several flags
-  // agree in one exchange.
-  bool any(bool flag);
-  std::vector<bool> any(const std::vector<bool>& flags);
+  // True on every rank when `flag` is true on some rank (Ctrl-C, early stopping). any_bits agrees on
+  // several flags (bit i of the result: bit i set on some rank) in one exchange; one process returns
+  // its own bits without allocating (the trainer asks every step).
+  bool any(bool flag) { return any_bits(flag ? 1u : 0u) != 0; }
+  uint32_t any_bits(uint32_t bits);
   void barrier();
 
   // Gradient averaging over these parameters (grad_sync.h).

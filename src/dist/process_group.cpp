@@ -177,8 +177,10 @@ PendingReduce ProcessGroup::all_reduce_async(std::vector<torch::Tensor>& tensors
   }
 }
 
+// Collectives take dense tensors on the group's device: channels-last weights, or CPU flags for NCCL,
+// travel through a copy that is written back.
 void ProcessGroup::on_device(torch::Tensor& t, const std::function<void(std::vector<torch::Tensor>&)>& collective) {
-  std::vector<torch::Tensor> v{t.device() == device_ ? t : t.to(device_)};
+  std::vector<torch::Tensor> v{t.device() == device_ && t.is_contiguous() ? t : t.to(device_).contiguous()};
   collective(v);
   if (!v[0].is_same(t)) t.copy_(v[0]);
 }

@@ -73,7 +73,7 @@ class ProcessGroup {
 
   void create_gloo();
   void create_nccl();
-  // Runs a blocking collective on t, through a copy on the group's device when t lives elsewhere.
+  // Runs a blocking collective on t, through a dense copy on the group's device when t is not one.
   void on_device(torch::Tensor& t, const std::function<void(std::vector<torch::Tensor>&)>& collective);
 
   World world_;

@@ -99,8 +99,8 @@ void Trainer::train_epoch(int epoch) {
     if (++steps_total_ == opt_.untimed_steps) timeline_.discard();
     // One exchange per step tells every rank of a job the same: stop for Ctrl-C, checkpoint now.
     const bool save_due = opt_.save_minutes > 0 && seconds_since(last_save_) >= 60 * opt_.save_minutes;
-    const std::vector<bool> agreed = dp_->any({g_interrupted != 0, save_due});
-    if (agreed[0]) {
+    const uint32_t agreed = dp_->any_bits((g_interrupted != 0 ? 1u : 0u) | (save_due ? 2u : 0u));
+    if (agreed & 1u) {
       interrupted_ = true;
       save_mid_epoch(epoch, i + 1, /*in_background=*/false);
       break;
@@ -109,7 +109,7 @@ void Trainer::train_epoch(int epoch) {
       step_budget_spent_ = stop_ = true;
       break;
     }
-    if (agreed[1]) save_mid_epoch(epoch, i + 1, /*in_background=*/true);
+    if (agreed & 2u) save_mid_epoch(epoch, i + 1, /*in_background=*/true);
   }
   bar.close();
   epoch_train_seconds_ = seconds_since(epoch_start);
@@ -322,7 +322,12 @@ TrainResult Trainer::finish() {
   result.processes = dp_->size();
   if (!dp_->main()) return result;  // rank 0 writes the run's files
   if (interrupted_) {
-    std::cerr << "\nInterrupted: saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << "`\n";
+    const World& w = dp_->world();  // a job resumes on as many processes as it had
+    const std::string job = w.distributed() ? " --nproc-per-node " + std::to_string(w.local_size) +
+                                                  (w.size > w.local_size ? " --nnodes " + std::to_string(w.size / w.local_size) : "")
+                                            : "";
+    std::cerr << "\nInterrupted: saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << job
+              << "`\n";
     return result;
   }
   std::printf("\n%d epochs completed in %.3f hours (%.2f s per epoch, %.2f s per validation).\n", epochs_run_,

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "data/index/demo_dataset.h"
-#include "data/io/content_hash.h"
+#include "data/io/cache_dir.h"
 #include "data/index/index_report.h"
 #include "data/index/scan.h"
 #include "data/index/scan_report.h"
@@ -71,20 +71,17 @@ std::string hex(uint64_t v) {
 std::string options_fingerprint(TrainOptions o) {
   o.progress = true;
   const std::string text = nlohmann::json(o).dump();
-  return hex(content_hash64(text.data(), text.size()));
+  return hex(fnv1a64(text.data(), text.size()));
 }
 
 std::string dataset_fingerprint(const DatasetIndex& train, const DatasetIndex& val) {
-  std::string text;
+  uint64_t h = fnv1a64(nullptr, 0);  // chained over every path and label: no copy of the index
   for (const DatasetIndex* index : {&train, &val})
     for (const ImageRecord& r : index->records) {
-      text += r.image_path;
-      text += '\n';
-      for (const Label& l : r.labels)
-        text.append(reinterpret_cast<const char*>(&l), sizeof l);
+      h = fnv1a64(r.image_path.c_str(), r.image_path.size() + 1, h);
+      h = fnv1a64(r.labels.data(), r.labels.size() * sizeof(Label), h);
     }
-  return hex(content_hash64(text.data(), text.size())) + " over " + std::to_string(train.records.size()) + "+" +
-         std::to_string(val.records.size()) + " images";
+  return hex(h) + " over " + std::to_string(train.records.size()) + "+" + std::to_string(val.records.size()) + " images";
 }
 
 // train.py: one class named 'item' for --single-cls, unless the data has a single name already.
@@ -188,8 +185,8 @@ void Trainer::prepare_data() {
   for (const auto& w : val_index_.warnings) std::cerr << "WARNING: " << w << "\n";
   std::cout << "train: " << format_index_stats(train_index_.stats) << "\n";
   std::cout << "val: " << format_index_stats(val_index_.stats) << "\n";
-  dp_->check_same("dataset", dataset_fingerprint(train_index_, val_index_));
-  if (dp_->active() && dp_->main() && !train_index_.records.empty()) {
+  if (dp_->active()) dp_->check_same("dataset", dataset_fingerprint(train_index_, val_index_));
+  if (dp_->active() && dp_->main() && !train_index_.records.empty()) {  // every rank reads the images
     bool network = false;
     const std::string images = fs::path(train_index_.records.front().image_path).parent_path().string();
     const std::string fs_type = filesystem_type(images, &network);
