@@ -84,8 +84,9 @@ std::map<const ConvImpl*, torch::Tensor> choose_channels(const std::vector<Pruna
   std::vector<torch::Tensor> all;
   for (const PrunableConv& p : convs) all.push_back(p.conv->bn->weight.detach().abs().cpu());
   const torch::Tensor sorted = std::get<0>(torch::cat(all).sort());
-  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel() - 1);
-  threshold = sorted[at].item<double>();
+  // The `at` smallest go: everything above the largest of them stays (ratio 0 keeps every channel).
+  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel());
+  threshold = at == 0 ? -1.0 : sorted[at - 1].item<double>();
   std::map<const ConvImpl*, torch::Tensor> keep;
   for (size_t i = 0; i < convs.size(); ++i) {
     const torch::Tensor& g = all[i];

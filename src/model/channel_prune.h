@@ -40,7 +40,7 @@ struct LayerCut {
 struct PruneResult {
   std::shared_ptr<DetectionModelImpl> model;  // a pruned copy; the input model is unchanged
   std::vector<LayerCut> cuts;                 // every prunable conv
-  double threshold = 0;                       // the global |gamma| below which channels went
+  double threshold = 0;                       // the largest |gamma| removed (-1 when none was)
   int64_t channels_before = 0, channels_after = 0;
 };
 

@@ -70,11 +70,12 @@ void print_figures(const char* label, const ModelFigures& f, const std::string& 
               precision.c_str());
 }
 
-// BatchNorm statistics of the pruned model from training images (letterboxed, not augmented).
+// BatchNorm statistics of the pruned model from training batches as training makes them (mosaic and
+// the default augmentation): those are the statistics the model learned with. Letterboxed images
+// alone gave statistics that cost an unpruned model 0.015 mAP@0.5:0.95 on coco128.
 void recalibrate(DetectionModelImpl& model, const DatasetConfig& dc, const PruneRunOptions& o, const torch::Device& device) {
   LoaderOptions lo;
   lo.img_size = o.img_size, lo.batch_size = o.batch_size, lo.workers = o.workers;
-  lo.augment = false, lo.use_mosaic = false, lo.shuffle = true, lo.pad = 0.5;
   Loader loader(build_index(dc.train, dc.nc, false).records, lo);
   loader.start_epoch(0);
   const int batches = std::min<int>(kCalibrationBatches, static_cast<int>(loader.batches_per_epoch()));

@@ -1,6 +1,7 @@
 // BN-sparsity training (see sparsity.h).
 #include "train/sparsity.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/channel_prune.h"
@@ -30,6 +31,25 @@ void SparsityTraining::add_penalty(int epoch, double grad_scale) {
     if (!g.grad().defined()) continue;  // frozen
     g.mutable_grad().add_(torch::sign(g), s);
   }
+}
+
+void SparsityTraining::keep_batch(const torch::Tensor& images, int i, int nb) {
+  if (i < nb - kCalibrationBatches) return;
+  if (i == std::max(0, nb - kCalibrationBatches)) kept_.clear();  // an epoch that was not validated
+  torch::NoGradGuard no_grad;
+  kept_.push_back(images.detach().mul(255).round_().to(torch::kUInt8));  // exact for images made of uint8 / 255
+}
+
+int SparsityTraining::recalibrate(DetectionModelImpl& model, Precision precision, const torch::Device& device) {
+  const int n = static_cast<int>(kept_.size());
+  if (n == 0) return 0;  // nothing to estimate from: the statistics stay
+  size_t next = 0;
+  Autocast autocast(precision, device);  // the statistics of the activations training sees
+  recalibrate_batchnorm(model, [&] {
+    return next == kept_.size() ? torch::Tensor() : kept_[next++].to(torch::kFloat32).div_(255);
+  }, n);
+  kept_.clear();
+  return n;
 }
 
 double SparsityTraining::share_below(double threshold) const {

@@ -3,6 +3,12 @@
 // gamma = 0 where `kestrel prune` removes them. --sparsity-decay lowers S linearly to a tenth over
 // the run. Each epoch records the |gamma| distribution: the share below kGammaThreshold goes to
 // results.csv, and the histograms to gamma_hist.png at the end of the run.
+// The penalty shrinks every gamma in the same direction at each step, so the BatchNorm running
+// statistics (momentum 0.03: ~33 steps behind) lag the layers they describe, and the lags compound
+// through the network: a sparsity run's validation collapsed while its training loss stayed normal.
+// So before each validation, the EMA model's statistics are re-estimated on the epoch's last
+// training batches, kept for that (as uint8, on their device); best.pt and the last.pt of a
+// validated epoch carry them.
 #pragma once
 #include <torch/torch.h>
 
@@ -10,6 +16,7 @@
 #include <vector>
 
 #include "model/detection_model.h"
+#include "model/precision.h"
 
 namespace kestrel {
 
@@ -17,6 +24,7 @@ class SparsityTraining {
  public:
   static constexpr double kGammaThreshold = 0.01;
   static constexpr const char* kCsvKey = "bn/gamma_below_0.01";
+  static constexpr int kCalibrationBatches = 8;
 
   SparsityTraining() = default;
   SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs);
@@ -25,6 +33,13 @@ class SparsityTraining {
   // The penalty's gradient, times grad_scale (the fp16 loss scale, as the gradients still carry it).
   void add_penalty(int epoch, double grad_scale);
   double strength_at(int epoch) const;
+
+  // Keeps batch i of nb when it is one of the epoch's last kCalibrationBatches (images in 0..1).
+  void keep_batch(const torch::Tensor& images, int i, int nb);
+  // Re-estimates `model`'s BatchNorm statistics on the kept batches (train-mode forwards under the
+  // run's precision), then lets them go. Returns how many batches it used; with none kept (a run
+  // interrupted and resumed after the epoch's last batches) the statistics are left as they are.
+  int recalibrate(DetectionModelImpl& model, Precision precision, const torch::Device& device);
 
   double share_below(double threshold) const;  // of all prunable |gamma|
   void record_epoch(int epoch);                // the histogram for the plot
@@ -36,6 +51,7 @@ class SparsityTraining {
   bool decay_ = false;
   int epochs_ = 1;
   std::vector<std::pair<int, std::vector<double>>> histograms_;  // epoch, share per bin
+  std::vector<torch::Tensor> kept_;                              // uint8 images for recalibrate()
 };
 
 }  // namespace kestrel

@@ -126,6 +126,7 @@ void Trainer::train_step(int epoch, int i, const Batch* batch) {
   if (opt_.resident_batch) resident_images_ = imgs, resident_targets_ = targets;
   timeline_.mark(StepStage::h2d);
   if (opt_.multi_scale) imgs = multi_scale(imgs, opt_.img_size, gs_, opt_.seed, epoch, i);
+  if (sparsity_.enabled() && dp_->main()) sparsity_.keep_batch(imgs, i, nb_);  // for the epoch's recalibration
 
   std::vector<torch::Tensor> pred;
   {
@@ -185,6 +186,8 @@ void Trainer::validate(int epoch, bool final_epoch) {
   if (!(due || final_epoch) || (step_budget_spent_ && opt_.noval)) return;
   timeline_.start();
   auto* ema_model = dynamic_cast<DetectionModelImpl*>(&ema_->module());
+  // Statistics that match the layers, for this validation and the checkpoints after it (sparsity.h).
+  if (sparsity_.enabled()) sparsity_.recalibrate(*ema_model, precision_, device_);
   ValOutputs outputs;
   if (final_epoch && !opt_.noplots) outputs.plot_dir = run_.save_dir;  // val.py's plots, once, at the end
   last_val_ = validator_->run(*ema_model, device_, [&](const std::vector<torch::Tensor>& raw, const torch::Tensor& t) {

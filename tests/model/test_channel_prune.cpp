@@ -73,6 +73,15 @@ TEST(ChannelPrune, DeadChannelsGoWithoutChangingTheOutput) {
   EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-3)) << (a - b).abs().max().item<double>();
 }
 
+TEST(ChannelPrune, RatioZeroKeepsEveryChannel) {
+  DetectionModel m = model_with_dead_channels(0.4);
+  PruneOptions o;
+  o.ratio = 0, o.min_channels = 1, o.multiple = 1;
+  const PruneResult r = prune_channels(*m, o);
+  EXPECT_EQ(r.channels_after, r.channels_before);  // even the dead ones (|gamma| = 0) stay
+  EXPECT_EQ(parameter_count(*r.model), parameter_count(*m));
+}
+
 // Dead channels with beta != 0 carry the constant act(beta): folded into the consumers, the output
 // is unchanged away from the borders (where zero padding makes a kxk consumer see less of it).
 TEST(ChannelPrune, ConstantChannelsAreFoldedIntoConsumers) {

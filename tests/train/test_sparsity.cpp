@@ -1,5 +1,6 @@
 // BN-sparsity training: the penalty's gradient is S * sign(gamma) on the prunable BatchNorm scales
-// only (scaled like the gradients under fp16), decays when asked, and the |gamma| records add up.
+// only (scaled like the gradients under fp16), decays when asked, the |gamma| records add up, and
+// the epoch's last batches re-estimate the BatchNorm statistics.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -49,6 +50,33 @@ TEST(Sparsity, RecordsTheGammaDistribution) {
   const cv::Mat img = cv::imread(png);
   ASSERT_FALSE(img.empty());
   EXPECT_EQ(img.cols, 900);
+}
+
+TEST(Sparsity, RecalibratesOnTheEpochsLastBatches) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  m->eval();  // as the EMA model
+  SparsityTraining s(*m, 1e-4, false, 3);
+  const int nb = SparsityTraining::kCalibrationBatches + 3, last = nb - 1;
+  torch::manual_seed(2);
+  std::vector<torch::Tensor> batches;
+  for (int i = 0; i < nb; ++i) {
+    batches.push_back(torch::randint(0, 256, {2, 3, 64, 64}).div(255));  // images as the loader makes them
+    s.keep_batch(batches.back(), i, nb);
+  }
+  auto* stem = dynamic_cast<ConvImpl*>(m->layer(0).get());
+  {
+    torch::NoGradGuard no_grad;
+    stem->bn->running_mean.fill_(7);  // stale
+  }
+  EXPECT_EQ(s.recalibrate(*m, Precision::fp32, torch::kCPU), SparsityTraining::kCalibrationBatches);
+  torch::NoGradGuard no_grad;
+  torch::Tensor expected = torch::zeros({stem->bn->running_mean.size(0)});
+  for (int i = nb - SparsityTraining::kCalibrationBatches; i <= last; ++i) expected += stem->conv(batches[i]).mean({0, 2, 3});
+  expected /= SparsityTraining::kCalibrationBatches;
+  EXPECT_TRUE(torch::allclose(stem->bn->running_mean, expected, 1e-4, 1e-5));
+  EXPECT_FALSE(m->is_training());  // left as it was
+  EXPECT_EQ(s.recalibrate(*m, Precision::fp32, torch::kCPU), 0);  // the batches went with the first call
+  EXPECT_TRUE(torch::allclose(stem->bn->running_mean, expected, 1e-4, 1e-5));
 }
 
 }  // namespace
