@@ -139,7 +139,8 @@ PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions&
   const std::vector<PrunableConv> convs = prunable_convs(m);
   const std::map<const ConvImpl*, torch::Tensor> keep = choose_channels(convs, o, r.threshold);
   for (const PrunableConv& p : convs) {
-    r.cuts.push_back({p.name, p.conv->bn->weight.numel(), keep.at(p.conv).numel()});
+    const torch::Tensor g = p.conv->bn->weight.detach().abs();
+    r.cuts.push_back({p.name, g.numel(), keep.at(p.conv).numel(), g.max().item<double>(), g.median().item<double>()});
     r.channels_before += r.cuts.back().before, r.channels_after += r.cuts.back().after;
   }
   auto keep_of = [&](const ConvImpl* c) {

@@ -35,6 +35,7 @@ struct PruneOptions {
 struct LayerCut {
   std::string name;
   int64_t before = 0, after = 0;
+  double gamma_max = 0, gamma_median = 0;  // |gamma| of the layer before the cut
 };
 
 struct PruneResult {

@@ -70,6 +70,14 @@ void print_figures(const char* label, const ModelFigures& f, const std::string& 
               precision.c_str());
 }
 
+// Every prunable layer: its channels before and after, and its |gamma| (median, largest) to judge by.
+void print_cuts(const std::vector<LayerCut>& cuts) {
+  std::printf("%-16s %8s %8s %12s %10s\n", "layer", "before", "after", "median|g|", "max|g|");
+  for (const LayerCut& c : cuts)
+    std::printf("%-16s %8lld %8lld %12.4g %10.4g\n", c.name.c_str(), static_cast<long long>(c.before),
+                static_cast<long long>(c.after), c.gamma_median, c.gamma_max);
+}
+
 // BatchNorm statistics of the pruned model from training batches as training makes them (mosaic and
 // the default augmentation): those are the statistics the model learned with. Letterboxed images
 // alone gave statistics that cost an unpruned model 0.015 mAP@0.5:0.95 on coco128.
@@ -131,6 +139,7 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
               static_cast<long long>(s.pruned.channels_before),
               100.0 * (s.pruned.channels_before - s.pruned.channels_after) / std::max<int64_t>(1, s.pruned.channels_before),
               s.pruned.threshold, o.prune.min_channels, o.prune.multiple);
+  print_cuts(s.pruned.cuts);
   print_figures("before:", s.before, precision_name(p));
   print_figures("after:", s.after, precision_name(p));
   std::printf("speed-up: inference %.2fx, training step %.2fx\n", s.before.inference_ms / s.after.inference_ms,
