@@ -35,6 +35,9 @@ void register_train(CLI::App& app) {
   cmd->add_option("--val-period", o.val_period, "validate every N epochs (the last one always)");
   cmd->add_option("--sparsity", o.sparsity, "BN-sparsity training: S x sign(gamma) on BatchNorm scales (e.g. 1e-4), for kestrel prune");
   cmd->add_flag("--sparsity-decay", o.sparsity_decay, "lower --sparsity linearly to a tenth over the run");
+  cmd->add_option("--sparsity-target", o.sparsity_target,
+                  "penalize only the channels `kestrel prune --ratio R` would remove (re-chosen each epoch)")
+      ->check(CLI::Range(0.0, 0.95));
   cmd->add_option("--nproc-per-node", launch.nproc_per_node, "data parallel: processes to start on this machine (torchrun's flag)");
   cmd->add_option("--nnodes", launch.nnodes, "data parallel: machines in the job");
   cmd->add_option("--node-rank", launch.node_rank, "data parallel: this machine's index, 0 for the one at --master-addr");

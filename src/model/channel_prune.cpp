@@ -77,29 +77,6 @@ ChannelSet cut_conv(ConvImpl& c, const ChannelSet& in, const torch::Tensor& keep
   return out;
 }
 
-// The channels each prunable conv keeps: the global |gamma| threshold, then per layer at least
-// min_channels, rounded up to `multiple`, the largest |gamma| first.
-std::map<const ConvImpl*, torch::Tensor> choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o,
-                                                         double& threshold) {
-  std::vector<torch::Tensor> all;
-  for (const PrunableConv& p : convs) all.push_back(p.conv->bn->weight.detach().abs().cpu());
-  const torch::Tensor sorted = std::get<0>(torch::cat(all).sort());
-  // The `at` smallest go: everything above the largest of them stays (ratio 0 keeps every channel).
-  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel());
-  threshold = at == 0 ? -1.0 : sorted[at - 1].item<double>();
-  std::map<const ConvImpl*, torch::Tensor> keep;
-  for (size_t i = 0; i < convs.size(); ++i) {
-    const torch::Tensor& g = all[i];
-    const int64_t c = g.numel();
-    int64_t k = (g > threshold).sum().item<int64_t>();
-    k = std::max<int64_t>(k, o.min_channels);
-    k = (k + o.multiple - 1) / o.multiple * o.multiple;
-    k = std::min(k, c);
-    keep[convs[i].conv] = std::get<0>(std::get<1>(g.topk(k)).sort());
-  }
-  return keep;
-}
-
 }  // namespace
 
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
@@ -131,13 +108,35 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
   return out;
 }
 
+ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o) {
+  std::vector<torch::Tensor> all;
+  for (const PrunableConv& p : convs) all.push_back(p.conv->bn->weight.detach().abs().cpu());
+  const torch::Tensor sorted = std::get<0>(torch::cat(all).sort());
+  // The `at` smallest go: everything above the largest of them stays (ratio 0 keeps every channel).
+  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel());
+  ChannelChoice choice;
+  choice.threshold = at == 0 ? -1.0 : sorted[at - 1].item<double>();
+  for (const torch::Tensor& g : all) {
+    const int64_t c = g.numel();
+    int64_t k = (g > choice.threshold).sum().item<int64_t>();
+    k = std::max<int64_t>(k, o.min_channels);
+    k = (k + o.multiple - 1) / o.multiple * o.multiple;
+    k = std::min(k, c);
+    choice.keep.push_back(std::get<0>(std::get<1>(g.topk(k)).sort()));
+  }
+  return choice;
+}
+
 PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions& o) {
   if (o.ratio < 0 || o.ratio >= 1) throw std::invalid_argument("prune: --ratio must be in [0, 1)");
   PruneResult r;
   r.model = source.copy();
   DetectionModelImpl& m = *r.model;
   const std::vector<PrunableConv> convs = prunable_convs(m);
-  const std::map<const ConvImpl*, torch::Tensor> keep = choose_channels(convs, o, r.threshold);
+  const ChannelChoice choice = choose_channels(convs, o);
+  r.threshold = choice.threshold;
+  std::map<const ConvImpl*, torch::Tensor> keep;
+  for (size_t i = 0; i < convs.size(); ++i) keep[convs[i].conv] = choice.keep[i];
   for (const PrunableConv& p : convs) {
     const torch::Tensor g = p.conv->bn->weight.detach().abs();
     r.cuts.push_back({p.name, g.numel(), keep.at(p.conv).numel(), g.max().item<double>(), g.median().item<double>()});

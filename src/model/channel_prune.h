@@ -47,6 +47,16 @@ struct PruneResult {
 
 PruneResult prune_channels(const DetectionModelImpl& model, const PruneOptions& options);
 
+// The channels prune_channels keeps of each conv (sorted int64 indices, in `convs` order): those
+// above the global |gamma| threshold of `options.ratio`, then per layer at least min_channels,
+// rounded up to `multiple`, the largest |gamma| first. threshold: the largest |gamma| removed, or
+// -1 when none is. Sparsity training with a target (train/sparsity.h) penalizes the others.
+struct ChannelChoice {
+  std::vector<torch::Tensor> keep;
+  double threshold = -1;
+};
+ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& options);
+
 // BatchNorm recalibration: the running statistics are reset and re-estimated as a cumulative average
 // over the batches `next_batch` gives (train-mode forwards, no gradients), then the momentum of
 // YOLOv5's BatchNorms (0.03) is restored. A pruned network's statistics no longer match what its

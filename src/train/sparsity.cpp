@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/channel_prune.h"
 #include "report/line_chart.h"
 
 namespace kestrel {
@@ -15,9 +14,25 @@ constexpr double kLogLo = -4.0, kLogHi = 1.0, kBinWidth = 0.2;
 constexpr int kBins = static_cast<int>((kLogHi - kLogLo) / kBinWidth + 0.5);
 }  // namespace
 
-SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs)
-    : strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {
-  for (const PrunableConv& p : prunable_convs(model)) gammas_.push_back(p.conv->bn->weight);
+SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, double target)
+    : convs_(prunable_convs(model)), target_(target), strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {
+  for (const PrunableConv& p : convs_) gammas_.push_back(p.conv->bn->weight);
+}
+
+double SparsityTraining::start_epoch() {
+  if (target_ <= 0) return 1.0;
+  PruneOptions o;
+  o.ratio = target_;
+  const ChannelChoice choice = choose_channels(convs_, o);
+  masks_.clear();
+  int64_t penalized = 0, all = 0;
+  for (size_t i = 0; i < gammas_.size(); ++i) {
+    torch::Tensor m = torch::ones({gammas_[i].numel()});
+    m.index_fill_(0, choice.keep[i], 0.0);
+    penalized += m.sum().item<int64_t>(), all += m.numel();
+    masks_.push_back(m.to(gammas_[i].options()));
+  }
+  return static_cast<double>(penalized) / std::max<int64_t>(1, all);
 }
 
 double SparsityTraining::strength_at(int epoch) const {
@@ -27,9 +42,10 @@ double SparsityTraining::strength_at(int epoch) const {
 void SparsityTraining::add_penalty(int epoch, double grad_scale) {
   torch::NoGradGuard no_grad;
   const double s = strength_at(epoch) * grad_scale;
-  for (torch::Tensor& g : gammas_) {
+  for (size_t i = 0; i < gammas_.size(); ++i) {
+    torch::Tensor& g = gammas_[i];
     if (!g.grad().defined()) continue;  // frozen
-    g.mutable_grad().add_(torch::sign(g), s);
+    g.mutable_grad().add_(masks_.empty() ? torch::sign(g) : torch::sign(g) * masks_[i], s);
   }
 }
 

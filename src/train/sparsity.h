@@ -1,8 +1,12 @@
 // BN-sparsity training (network slimming): S * sign(gamma) added to the gradient of every prunable
 // BatchNorm scale (model/channel_prune.h) at each optimizer step, so unimportant channels drift to
 // gamma = 0 where `kestrel prune` removes them. --sparsity-decay lowers S linearly to a tenth over
-// the run. Each epoch records the |gamma| distribution: the share below kGammaThreshold goes to
-// results.csv, and the histograms to gamma_hist.png at the end of the run.
+// the run. With a target ratio R (--sparsity-target), only the channels a prune at ratio R would
+// remove now (model/channel_prune.h choose_channels, re-chosen at each epoch's start) are
+// penalized: the rest keep their scale, where a penalty on every channel shrank the ones that stay
+// as well and the cut then cost all accuracy (coco128, yolov5n). Each epoch records the |gamma|
+// distribution: the share below kGammaThreshold goes to results.csv, and the histograms to
+// gamma_hist.png at the end of the run.
 // The penalty shrinks every gamma in the same direction at each step, so the BatchNorm running
 // statistics (momentum 0.03: ~33 steps behind) lag the layers they describe, and the lags compound
 // through the network: a sparsity run's validation collapsed while its training loss stayed normal.
@@ -15,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "model/channel_prune.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
 
@@ -27,8 +32,11 @@ class SparsityTraining {
   static constexpr int kCalibrationBatches = 8;
 
   SparsityTraining() = default;
-  SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs);
+  SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, double target = 0);
   bool enabled() const { return strength_ > 0; }
+
+  // With a target: chooses the channels to penalize from the current |gamma|. Returns their share.
+  double start_epoch();
 
   // The penalty's gradient, times grad_scale (the fp16 loss scale, as the gradients still carry it).
   void add_penalty(int epoch, double grad_scale);
@@ -46,7 +54,10 @@ class SparsityTraining {
   void write_plot(const std::string& path) const;
 
  private:
+  std::vector<PrunableConv> convs_;
   std::vector<torch::Tensor> gammas_;
+  std::vector<torch::Tensor> masks_;  // with a target: 1 for a penalized channel, else 0
+  double target_ = 0;
   double strength_ = 0;
   bool decay_ = false;
   int epochs_ = 1;

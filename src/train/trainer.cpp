@@ -79,6 +79,7 @@ void Trainer::train_epoch(int epoch) {
     loader_->start_epoch(epoch, static_cast<size_t>(first));
   if (first == 0) mloss_ = torch::zeros({3});
   epoch_sample_mark_ = sampler_.samples_taken();
+  if (sparsity_.enabled()) sparsity_.start_epoch();  // a resumed epoch chooses from the weights it resumes with
   std::printf("\n%s       Data\n", train_progress_header().c_str());
   ProgressBar bar(nb_ - first, stdout, {}, opt_.progress ? std::nullopt : std::optional<bool>(false));
   const auto epoch_start = std::chrono::steady_clock::now();

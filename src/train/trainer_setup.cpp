@@ -14,6 +14,7 @@
 #include "data/loader/worker_tuning.h"
 #include "dist/launch.h"
 #include "model/model_info.h"
+#include "core/float_text.h"
 #include "profile/doctor.h"
 #include "report/labels_plot.h"
 #include "report/progress_callback.h"
@@ -343,11 +344,14 @@ void Trainer::prepare_optimization() {
   ema_ = std::make_unique<ModelEMA>(model_->copy(), *model_);
   loss_ = std::make_unique<YoloLoss>(
       loss_config_from_hyp(hyp_, nc_, static_cast<int>(model_->nl()), opt_.img_size, model_->anchors().to(device_)));
-  stopper_ = EarlyStopping(opt_.patience);
+  // A sparsity run's accuracy dips by design while channels are driven to 0: patience would end it
+  // early and keep a best.pt from before the penalty took hold.
+  stopper_ = EarlyStopping(opt_.sparsity > 0 ? 0 : opt_.patience);
   if (opt_.sparsity > 0) {
-    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs);
+    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, opt_.sparsity_target);
     std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
-              << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "\n";
+              << (opt_.sparsity_target > 0 ? " a prune at ratio " + shortest_decimal(opt_.sparsity_target) + " would remove (chosen each epoch)" : "")
+              << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";
   }
   mloss_ = torch::zeros({3});
   meta_.model_yaml = built_.model_yaml;

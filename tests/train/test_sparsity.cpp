@@ -33,6 +33,37 @@ TEST(Sparsity, PenaltyIsStrengthTimesSignOnPrunableGammasOnly) {
   EXPECT_DOUBLE_EQ(SparsityTraining(*m, 1e-3, true, 10).strength_at(10), 1e-4);
 }
 
+TEST(Sparsity, TargetPenalizesOnlyTheChannelsThePruneWouldRemove) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  torch::manual_seed(4);
+  {
+    torch::NoGradGuard no_grad;
+    for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(-1, 1);
+  }
+  SparsityTraining s(*m, 1e-3, /*decay=*/false, 10, /*target=*/0.3);
+  const double share = s.start_epoch();
+  s.add_penalty(0, 1.0);
+  PruneOptions o;
+  o.ratio = 0.3;
+  const PruneResult pruned = prune_channels(*m, o);
+  int64_t penalized = 0, all = 0;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const torch::Tensor& g = convs[i].conv->bn->weight;
+    const torch::Tensor hit = g.grad() != 0;
+    ASSERT_TRUE(torch::allclose(g.grad().index({hit}), 1e-3 * torch::sign(g).index({hit}))) << convs[i].name;
+    EXPECT_EQ(hit.sum().item<int64_t>(), pruned.cuts[i].before - pruned.cuts[i].after) << convs[i].name;
+    // The penalized channels are the layer's smallest |gamma|.
+    if (hit.any().item<bool>() && (~hit).any().item<bool>())
+      EXPECT_LT(g.abs().index({hit}).max().item<double>(), g.abs().index({~hit}).min().item<double>()) << convs[i].name;
+    penalized += hit.sum().item<int64_t>(), all += g.numel();
+  }
+  EXPECT_GT(penalized, 0);
+  EXPECT_DOUBLE_EQ(share, static_cast<double>(penalized) / all);
+  EXPECT_EQ(penalized, pruned.channels_before - pruned.channels_after);
+}
+
 TEST(Sparsity, RecordsTheGammaDistribution) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
