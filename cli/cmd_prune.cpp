@@ -14,6 +14,8 @@ void register_prune(CLI::App& app) {
   cmd->add_option("--weights", o.weights, "a trained model: Kestrel checkpoint or YOLOv5 .pt")->required();
   cmd->add_option("--ratio", o.prune.ratio, "share of the prunable channels to remove")->check(CLI::Range(0.0, 0.95));
   cmd->add_option("--min-channels", o.prune.min_channels, "channels every layer keeps at least");
+  cmd->add_option("--max-layer-cut", o.prune.max_layer_cut, "share of a layer's channels it may lose at most")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--multiple", o.prune.multiple, "kept channel counts rounded up to a multiple of this");
   cmd->add_option("--data", o.data, "data.yaml: mAP before and after");
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size of validation and the timed steps");

@@ -3,6 +3,7 @@
 #include "model/channel_prune.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -109,20 +110,32 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
 }
 
 ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o) {
-  std::vector<torch::Tensor> all;
-  for (const PrunableConv& p : convs) all.push_back(p.conv->bn->weight.detach().abs().cpu());
-  const torch::Tensor sorted = std::get<0>(torch::cat(all).sort());
-  // The `at` smallest go: everything above the largest of them stays (ratio 0 keeps every channel).
-  const int64_t at = std::clamp<int64_t>(static_cast<int64_t>(o.ratio * sorted.numel()), 0, sorted.numel());
+  std::vector<torch::Tensor> gammas;
+  std::vector<int64_t> layer_of, removable, removed(convs.size(), 0);
+  for (size_t l = 0; l < convs.size(); ++l) {
+    gammas.push_back(convs[l].conv->bn->weight.detach().abs().cpu().to(torch::kDouble).contiguous());
+    const int64_t c = gammas.back().numel();
+    const auto floor_keep = static_cast<int64_t>(std::ceil((1.0 - o.max_layer_cut) * c - 1e-9));
+    removable.push_back(std::max<int64_t>(0, c - std::max<int64_t>(o.min_channels, floor_keep)));
+    layer_of.insert(layer_of.end(), c, static_cast<int64_t>(l));
+  }
+  const torch::Tensor all = torch::cat(gammas);
+  const torch::Tensor order = std::get<1>(all.sort(/*stable=*/true, 0, false)).contiguous();
+  const double* g = all.data_ptr<double>();
+  const int64_t* idx = order.data_ptr<int64_t>();
+  // The smallest |gamma| go first, a layer's only while it has more than its floor.
+  const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(all.numel()));
   ChannelChoice choice;
-  choice.threshold = at == 0 ? -1.0 : sorted[at - 1].item<double>();
-  for (const torch::Tensor& g : all) {
-    const int64_t c = g.numel();
-    int64_t k = (g > choice.threshold).sum().item<int64_t>();
-    k = std::max<int64_t>(k, o.min_channels);
-    k = (k + o.multiple - 1) / o.multiple * o.multiple;
-    k = std::min(k, c);
-    choice.keep.push_back(std::get<0>(std::get<1>(g.topk(k)).sort()));
+  for (int64_t i = 0, cut = 0; i < all.numel() && cut < target; ++i) {
+    const int64_t l = layer_of[idx[i]];
+    if (removed[l] == removable[l]) continue;
+    ++removed[l], ++cut;
+    choice.threshold = g[idx[i]];
+  }
+  for (size_t l = 0; l < convs.size(); ++l) {
+    const int64_t c = gammas[l].numel();
+    const int64_t k = std::min(c, (c - removed[l] + o.multiple - 1) / o.multiple * o.multiple);
+    choice.keep.push_back(std::get<0>(std::get<1>(gammas[l].topk(k)).sort()));
   }
   return choice;
 }

@@ -1,6 +1,7 @@
 // The prune command (see prune_run.h): load, measure, prune, measure, save.
 #include "prune/prune_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -43,7 +44,7 @@ double inference_ms(const DetectionModelImpl& model, const torch::Device& device
   return ms / kRuns;
 }
 
-ModelFigures measure(const DetectionModelImpl& model, const PruneRunOptions& o, const torch::Device& device, Precision p,
+ModelFigures measure(const DetectionModelImpl& model, const PruneRunOptions& o, const torch::Device& device,
                      Validator* validator) {
   ModelFigures f;
   const ModelSummary s = model_summary(model, o.img_size);
@@ -54,12 +55,32 @@ ModelFigures measure(const DetectionModelImpl& model, const PruneRunOptions& o, 
     const ValMetrics v = validator->run(*m, device).metrics;
     f.map50_95 = v.map, f.map50 = v.map50;
   }
-  f.inference_ms = inference_ms(model, device, o.img_size, p);
+  return f;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The speed of both models, in alternating rounds (before, after, before, ...) so that a drift of
+// the machine's speed falls on both (seen here: 30% between two minutes of one run, enough to read
+// 1.17x for a 1.28x speed-up); each figure is the median of its rounds.
+void measure_speed(const DetectionModelImpl& before, const DetectionModelImpl& after, const PruneRunOptions& o,
+                   const torch::Device& device, Precision p, ModelFigures& fb, ModelFigures& fa) {
+  constexpr int kRounds = 5;
   StepBenchOptions so;
   so.img_size = o.img_size, so.batch_size = o.batch_size, so.precision = p, so.device = device;
-  so.warmup = 2, so.steps = 5;  // this machine's step times wander by ~10%: average more
-  f.train_images_per_s = measure_steps(model, so).images_per_s;
-  return f;
+  so.warmup = 1, so.steps = 3;
+  std::vector<double> inference[2], images_per_s[2];
+  for (int r = 0; r < kRounds; ++r)
+    for (int i = 0; i < 2; ++i) {
+      const DetectionModelImpl& m = i == 0 ? before : after;
+      inference[i].push_back(inference_ms(m, device, o.img_size, p));
+      images_per_s[i].push_back(measure_steps(m, so).images_per_s);
+    }
+  fb.inference_ms = median_of(inference[0]), fa.inference_ms = median_of(inference[1]);
+  fb.train_images_per_s = median_of(images_per_s[0]), fa.train_images_per_s = median_of(images_per_s[1]);
 }
 
 void print_figures(const char* label, const ModelFigures& f, const std::string& precision) {
@@ -130,15 +151,16 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   const Precision p = choose_amp(o.amp, *model, shape).precision;
 
   PruneRunSummary s;
-  s.before = measure(*model, o, device, p, validator.get());
+  s.before = measure(*model, o, device, validator.get());
   s.pruned = prune_channels(*model, o.prune);
   if (validator) recalibrate(*s.pruned.model, dc, o, device);
-  s.after = measure(*s.pruned.model, o, device, p, validator.get());
-  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; |gamma| threshold %.4g, at least %d per layer, multiples of %d)\n",
+  s.after = measure(*s.pruned.model, o, device, validator.get());
+  measure_speed(*model, *s.pruned.model, o, device, p, s.before, s.after);
+  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; |gamma| threshold %.4g; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
               static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),
               static_cast<long long>(s.pruned.channels_before),
               100.0 * (s.pruned.channels_before - s.pruned.channels_after) / std::max<int64_t>(1, s.pruned.channels_before),
-              s.pruned.threshold, o.prune.min_channels, o.prune.multiple);
+              s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
   print_cuts(s.pruned.cuts);
   print_figures("before:", s.before, precision_name(p));
   print_figures("after:", s.after, precision_name(p));

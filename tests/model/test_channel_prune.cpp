@@ -97,6 +97,27 @@ TEST(ChannelPrune, ConstantChannelsAreFoldedIntoConsumers) {
   EXPECT_TRUE(torch::allclose(ai, bi, 1e-3, 1e-3)) << (ai - bi).abs().max().item<double>();
 }
 
+// A layer whose |gamma| are all the smallest loses only its allowed share; the ratio is still met,
+// from the smallest |gamma| of the other layers.
+TEST(ChannelPrune, NoLayerLosesMoreThanItsShareAndTheRatioIsMet) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  torch::manual_seed(5);
+  int64_t all = 0;
+  {
+    torch::NoGradGuard no_grad;
+    for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(0.5, 1.5), all += p.conv->bn->weight.numel();
+    convs[3].conv->bn->weight.uniform_(0.001, 0.01);
+  }
+  PruneOptions o;
+  o.ratio = 0.3, o.min_channels = 1, o.multiple = 1, o.max_layer_cut = 0.5;
+  const PruneResult r = prune_channels(*m, o);
+  EXPECT_EQ(r.cuts[3].after, r.cuts[3].before / 2) << r.cuts[3].name;
+  EXPECT_EQ(r.channels_before - r.channels_after, static_cast<int64_t>(0.3 * static_cast<double>(all)));
+  for (const LayerCut& c : r.cuts) EXPECT_GE(c.after, (c.before + 1) / 2) << c.name;
+  EXPECT_GT(r.threshold, 0.5);  // the cut went on past the small layer
+}
+
 TEST(ChannelPrune, ChannelListsHoldAndRoundUp) {
   DetectionModel m = model_with_dead_channels(0.5);
   PruneOptions o;
