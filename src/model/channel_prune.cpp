@@ -150,9 +150,9 @@ PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions&
   r.threshold = choice.threshold;
   std::map<const ConvImpl*, torch::Tensor> keep;
   for (size_t i = 0; i < convs.size(); ++i) keep[convs[i].conv] = choice.keep[i];
-  for (const PrunableConv& p : convs) {
-    const torch::Tensor g = p.conv->bn->weight.detach().abs();
-    r.cuts.push_back({p.name, g.numel(), keep.at(p.conv).numel(), g.max().item<double>(), g.median().item<double>()});
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const torch::Tensor g = convs[i].conv->bn->weight.detach().abs();
+    r.cuts.push_back({convs[i].name, g.numel(), choice.keep[i].numel(), g.max().item<double>(), g.median().item<double>()});
     r.channels_before += r.cuts.back().before, r.channels_after += r.cuts.back().after;
   }
   auto keep_of = [&](const ConvImpl* c) {

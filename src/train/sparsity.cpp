@@ -45,7 +45,10 @@ void SparsityTraining::add_penalty(int epoch, double grad_scale) {
   for (size_t i = 0; i < gammas_.size(); ++i) {
     torch::Tensor& g = gammas_[i];
     if (!g.grad().defined()) continue;  // frozen
-    g.mutable_grad().add_(masks_.empty() ? torch::sign(g) : torch::sign(g) * masks_[i], s);
+    if (masks_.empty())
+      g.mutable_grad().add_(torch::sign(g), s);
+    else
+      g.mutable_grad().addcmul_(torch::sign(g), masks_[i], s);
   }
 }
 
