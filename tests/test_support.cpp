@@ -1,4 +1,4 @@
-// Shared test helpers: reference-vector loading, ../shared lookup, temp dirs, free ports.
+// Shared test helpers: reference-vector loading, ../shared lookup, temp dirs, a micro model, free ports.
 #include "test_support.h"
 
 #include <netinet/in.h>
@@ -63,6 +63,16 @@ std::string temp_dir(const std::string& tag) {
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   made.push_back(tmpl);
   return tmpl;
+}
+
+std::string micro_model_yaml(int nc, int width) {
+  const std::string conv = "Conv, [" + std::to_string(width) + ", 3, 2]]";
+  std::string yaml = "nc: " + std::to_string(nc) +
+                     "\ndepth_multiple: 1.0\nwidth_multiple: 1.0\nanchors:\n"
+                     "  - [10,13, 16,30, 33,23]\n  - [30,61, 62,45, 59,119]\n  - [116,90, 156,198, 373,326]\n"
+                     "backbone:\n  [";
+  for (int i = 0; i < 5; ++i) yaml += std::string(i ? "   " : "") + "[-1, 1, " + conv + ",\n";
+  return yaml + "  ]\nhead:\n  [[[2, 3, 4], 1, Detect, [nc, anchors]],\n  ]\n";
 }
 
 int free_tcp_port() {

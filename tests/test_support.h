@@ -24,6 +24,10 @@ std::vector<int64_t> json_shape(const nlohmann::json& t);
 // A fresh temporary directory, removed at process exit.
 std::string temp_dir(const std::string& tag);
 
+// A model yaml of five strided Conv layers (all `width` channels) and a Detect head on levels
+// 2-4 with YOLOv5's default anchors: a step costs little more than moving the batch.
+std::string micro_model_yaml(int nc, int width);
+
 // A TCP port on loopback that nothing listened on a moment ago (for data-parallel rendezvous).
 int free_tcp_port();
 

@@ -27,31 +27,11 @@ TrainOptions short_run(const std::string& data, const std::string& tag) {
   return o;
 }
 
-// Five strided convolutions and a Detect head: a step costs little more than moving the batch.
-constexpr const char* kMicroModel = R"(nc: 80
-depth_multiple: 1.0
-width_multiple: 1.0
-anchors:
-  - [10,13, 16,30, 33,23]
-  - [30,61, 62,45, 59,119]
-  - [116,90, 156,198, 373,326]
-backbone:
-  [[-1, 1, Conv, [16, 6, 2, 2]],
-   [-1, 1, Conv, [16, 3, 2]],
-   [-1, 1, Conv, [16, 3, 2]],
-   [-1, 1, Conv, [16, 3, 2]],
-   [-1, 1, Conv, [16, 3, 2]],
-  ]
-head:
-  [[[2, 3, 4], 1, Detect, [nc, anchors]],
-  ]
-)";
-
 TEST(Trainer, TinyModelWithOneUncachedWorkerIsDataBound) {
   KESTREL_REQUIRE_SHARED(data, "data/coco128/coco128.yaml");
   TrainOptions o = short_run(data, "trainer_data_bound");
   o.cfg = o.project + "/micro.yaml";
-  std::ofstream(o.cfg) << kMicroModel;
+  std::ofstream(o.cfg) << test::micro_model_yaml(80, 16);
   o.hyp = o.project + "/hyp.yaml";  // the full augmentation set: mosaic, perspective, HSV, flips and mixup
   std::ofstream(o.hyp) << "mixup: 1.0\n";
   o.batch_size = 8;

@@ -20,25 +20,6 @@
 namespace kestrel {
 namespace {
 
-constexpr const char* kMicroModel = R"(nc: 2
-depth_multiple: 1.0
-width_multiple: 1.0
-anchors:
-  - [10,13, 16,30, 33,23]
-  - [30,61, 62,45, 59,119]
-  - [116,90, 156,198, 373,326]
-backbone:
-  [[-1, 1, Conv, [8, 3, 2]],
-   [-1, 1, Conv, [8, 3, 2]],
-   [-1, 1, Conv, [8, 3, 2]],
-   [-1, 1, Conv, [8, 3, 2]],
-   [-1, 1, Conv, [8, 3, 2]],
-  ]
-head:
-  [[[2, 3, 4], 1, Detect, [nc, anchors]],
-  ]
-)";
-
 double logit(double p) { return std::log(p / (1 - p)); }
 
 // Zero Detect weights; biases: nothing confident but level 2 anchor 0, which predicts class 1 with a
@@ -100,7 +81,7 @@ TEST(Validator, MetricsOfKnownPredictionsMatchTheDefinitions) {
 
   const DatasetIndex index = build_index({dir + "/images"}, 2);
   ASSERT_EQ(index.records.size(), 2u);
-  DetectionModel model(parse_model_config(kMicroModel, "micro.yaml"));
+  DetectionModel model(parse_model_config(test::micro_model_yaml(2, 8), "micro.yaml"));
   make_predictions_known(*model, 20.0);
   ValOptions o;
   o.img_size = 64;
