@@ -217,12 +217,82 @@ std::string write_pack_yaml(const PackOptions& o, const DatasetConfig& cfg, cons
   return path;
 }
 
+using SplitImages = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// Room for every file plus a page of rounding each, and the tree pages; the file only grows as written.
+size_t pack_size_estimate(const std::vector<Item>& items) {
+  uint64_t estimate = 64u << 20;
+  for (const Item& item : items)
+    estimate += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size)) + 8192;
+  return static_cast<size_t>(estimate + estimate / 4);
+}
+
+// Every item's bytes and checksum, read in parallel chunks and appended in key order; what cannot be
+// read is counted in summary.unreadable.
+void write_files(PackWriter& writer, const std::vector<Item>& items, const PackOptions& o, PackSummary& summary) {
+  for (const Item& item : items)
+    if (item.rel.size() > writer.max_key())
+      throw std::runtime_error("pack: path too long for a pack key (" + std::to_string(writer.max_key()) +
+                               " bytes): " + item.rel);
+  const unsigned threads = std::max(1u, o.threads ? o.threads : std::thread::hardware_concurrency());
+  constexpr size_t kChunk = 64;  // files read in parallel, then appended in key order
+  std::vector<Stored> chunk;
+  for (size_t begin = 0; begin < items.size(); begin += kChunk) {
+    const size_t n = std::min(kChunk, items.size() - begin);
+    chunk.assign(n, Stored{});
+    parallel_for(n, [&](size_t i) { chunk[i] = load_item(items[begin + i], o); }, {threads});
+    for (size_t i = 0; i < n; ++i) {
+      const Item& item = items[begin + i];
+      if (!chunk[i].readable) {
+        summary.unreadable.push_back(item.source);
+        continue;
+      }
+      summary.source_bytes += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size));
+      summary.reencoded += chunk[i].reencoded;
+      ++(item.role == Item::Role::image ? summary.images
+         : item.role == Item::Role::label ? summary.labels
+                                          : summary.orphan_labels);
+      writer.append(writer.files, item.rel, chunk[i].bytes);
+      writer.append(writer.checksums, item.rel, hash_bytes(chunk[i].hash));
+    }
+    if (o.progress) o.progress(begin + n, items.size());
+  }
+}
+
+// The meta tree: format, the dataset's description, each split's image list and the scan report.
+void write_meta(PackWriter& writer, const DatasetConfig& cfg, const SplitImages& split_images, const PackOptions& o,
+                PackSummary& summary) {
+  nlohmann::json dataset = {{"names", cfg.names},
+                            {"nc", cfg.nc},
+                            {"source", fs::absolute(o.data_yaml).lexically_normal().string()},
+                            {"images", summary.images},
+                            {"labels", summary.labels},
+                            {"orphan_labels", summary.orphan_labels},
+                            {"max_side", o.max_side},
+                            {"reencoded", summary.reencoded}};
+  // The split lists name what was stored: an image that could not be read is left out, as the index
+  // of the folder leaves it out.
+  const std::set<std::string> unreadable(summary.unreadable.begin(), summary.unreadable.end());
+  for (const auto& [name, split] : split_images) {
+    std::string list;
+    size_t count = 0;
+    for (const std::string& image : split)
+      if (!unreadable.count(image)) list += relative_key(image, cfg.root) + "\n", ++count;
+    writer.put(writer.meta, pf::kSplitKeyPrefix + name, list);
+    summary.splits.emplace_back(name, count);
+    dataset["splits"][name] = count;
+  }
+  writer.put(writer.meta, pf::kFormatKey, pf::kFormat);
+  writer.put(writer.meta, pf::kDatasetKey, dataset.dump(1));
+  writer.put(writer.meta, pf::kScanKey, relative_scan_json(summary.scan, cfg.root));
+}
+
 }  // namespace
 
 PackSummary pack_dataset(const PackOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const DatasetConfig cfg = load_dataset_config(o.data_yaml);
-  std::vector<std::pair<std::string, std::vector<std::string>>> splits = {{"train", cfg.train}, {"val", cfg.val}};
+  SplitImages splits = {{"train", cfg.train}, {"val", cfg.val}};
   if (!cfg.test.empty()) splits.emplace_back("test", cfg.test);
   std::vector<std::string> all_sources;
   for (const auto& [name, sources] : splits)
@@ -233,7 +303,7 @@ PackSummary pack_dataset(const PackOptions& o) {
 
   // The files: every image once, its label file, and the label files without images.
   PackSummary summary;
-  std::vector<std::pair<std::string, std::vector<std::string>>> split_images;
+  SplitImages split_images;
   std::set<std::string> images;
   for (const auto& [name, sources] : splits) {
     split_images.emplace_back(name, list_image_files(sources));
@@ -245,66 +315,14 @@ PackSummary pack_dataset(const PackOptions& o) {
   scan_options.nc = cfg.nc;
   summary.scan = scan_dataset(all_sources, scan_options);
 
-  // Room for every file plus a page of rounding each, and the tree pages; the file only grows as written.
-  uint64_t estimate = 64u << 20;
-  for (const Item& item : items)
-    estimate += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size)) + 8192;
   const std::string tmp = o.out + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
   fs::remove(tmp, ec);
   if (fs::path(o.out).has_parent_path()) fs::create_directories(fs::path(o.out).parent_path(), ec);
   try {
-    PackWriter writer(tmp, static_cast<size_t>(estimate + estimate / 4));
-    for (const Item& item : items)
-      if (item.rel.size() > writer.max_key())
-        throw std::runtime_error("pack: path too long for a pack key (" + std::to_string(writer.max_key()) +
-                                 " bytes): " + item.rel);
-    const unsigned threads = std::max(1u, o.threads ? o.threads : std::thread::hardware_concurrency());
-    constexpr size_t kChunk = 64;  // files read in parallel, then appended in key order
-    std::vector<Stored> chunk;
-    for (size_t begin = 0; begin < items.size(); begin += kChunk) {
-      const size_t n = std::min(kChunk, items.size() - begin);
-      chunk.assign(n, Stored{});
-      parallel_for(n, [&](size_t i) { chunk[i] = load_item(items[begin + i], o); }, {threads});
-      for (size_t i = 0; i < n; ++i) {
-        const Item& item = items[begin + i];
-        if (!chunk[i].readable) {
-          summary.unreadable.push_back(item.source);
-          continue;
-        }
-        summary.source_bytes += static_cast<uint64_t>(std::max<int64_t>(0, file_stamp(item.source).size));
-        summary.reencoded += chunk[i].reencoded;
-        ++(item.role == Item::Role::image ? summary.images
-           : item.role == Item::Role::label ? summary.labels
-                                            : summary.orphan_labels);
-        writer.append(writer.files, item.rel, chunk[i].bytes);
-        writer.append(writer.checksums, item.rel, hash_bytes(chunk[i].hash));
-      }
-      if (o.progress) o.progress(begin + n, items.size());
-    }
-    nlohmann::json dataset = {{"names", cfg.names},
-                              {"nc", cfg.nc},
-                              {"source", fs::absolute(o.data_yaml).lexically_normal().string()},
-                              {"images", summary.images},
-                              {"labels", summary.labels},
-                              {"orphan_labels", summary.orphan_labels},
-                              {"max_side", o.max_side},
-                              {"reencoded", summary.reencoded}};
-    // The split lists name what was stored: an image that could not be read is left out, as the index
-    // of the folder leaves it out.
-    const std::set<std::string> unreadable(summary.unreadable.begin(), summary.unreadable.end());
-    for (const auto& [name, split] : split_images) {
-      std::string list;
-      size_t count = 0;
-      for (const std::string& image : split)
-        if (!unreadable.count(image)) list += relative_key(image, cfg.root) + "\n", ++count;
-      writer.put(writer.meta, pf::kSplitKeyPrefix + name, list);
-      summary.splits.emplace_back(name, count);
-      dataset["splits"][name] = count;
-    }
-    writer.put(writer.meta, pf::kFormatKey, pf::kFormat);
-    writer.put(writer.meta, pf::kDatasetKey, dataset.dump(1));
-    writer.put(writer.meta, pf::kScanKey, relative_scan_json(summary.scan, cfg.root));
+    PackWriter writer(tmp, pack_size_estimate(items));
+    write_files(writer, items, o, summary);
+    write_meta(writer, cfg, split_images, o, summary);
     writer.finish();
   } catch (...) {
     fs::remove(tmp, ec);
