@@ -76,6 +76,13 @@ std::shared_ptr<const std::vector<uint8_t>> read_file_bytes(const std::string& p
 void ZipArchive::fail(const std::string& what) const { throw FormatError(label_ + ": " + what); }
 
 void ZipArchive::parse_central_directory() {
+  const DirectoryRange cd = find_central_directory();
+  entries_.reserve(cd.count);
+  uint64_t pos = cd.offset;
+  for (uint64_t i = 0; i < cd.count; ++i) pos = parse_entry(pos, cd.offset + cd.size, i);
+}
+
+ZipArchive::DirectoryRange ZipArchive::find_central_directory() const {
   const uint8_t* buf = bytes_->data();
   const uint64_t size = bytes_->size();
   if (size < kEocdSize) fail("not a zip archive (file too small: " + std::to_string(size) + " bytes)");
@@ -92,80 +99,78 @@ void ZipArchive::parse_central_directory() {
   if (eocd == std::numeric_limits<uint64_t>::max()) {
     fail("not a zip archive (no end-of-central-directory record; truncated file?)");
   }
-  uint64_t count = le16(buf + eocd + 10);
-  uint64_t cd_size = le32(buf + eocd + 12);
-  uint64_t cd_offset = le32(buf + eocd + 16);
+  DirectoryRange cd{le16(buf + eocd + 10), le32(buf + eocd + 12), le32(buf + eocd + 16)};
 
   if (eocd >= kZip64LocatorSize && le32(buf + eocd - kZip64LocatorSize) == kZip64LocatorSig) {
     const uint64_t z64 = le64(buf + eocd - kZip64LocatorSize + 8);
     if (!in_bounds(z64, kZip64EocdSize, size) || le32(buf + z64) != kZip64EocdSig) {
       fail("corrupt ZIP64 end-of-central-directory record");
     }
-    count = le64(buf + z64 + 32);
-    cd_size = le64(buf + z64 + 40);
-    cd_offset = le64(buf + z64 + 48);
+    cd = {le64(buf + z64 + 32), le64(buf + z64 + 40), le64(buf + z64 + 48)};
   }
-  if (!in_bounds(cd_offset, cd_size, size)) fail("central directory lies outside the file (truncated?)");
-  if (count > kMaxEntries || count > cd_size / kCentralSize) {
-    fail("implausible entry count " + std::to_string(count));
+  if (!in_bounds(cd.offset, cd.size, size)) fail("central directory lies outside the file (truncated?)");
+  if (cd.count > kMaxEntries || cd.count > cd.size / kCentralSize) {
+    fail("implausible entry count " + std::to_string(cd.count));
   }
+  return cd;
+}
 
-  entries_.reserve(count);
-  uint64_t pos = cd_offset;
-  const uint64_t cd_end = cd_offset + cd_size;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (!in_bounds(pos, kCentralSize, cd_end) || le32(buf + pos) != kCentralSig) {
-      fail("corrupt central directory at entry " + std::to_string(i));
-    }
-    const uint8_t* h = buf + pos;
-    const uint16_t flags = le16(h + 8);
-    ZipEntry e;
-    e.method = le16(h + 10);
-    e.crc32 = le32(h + 16);
-    uint64_t csize = le32(h + 20);
-    uint64_t usize = le32(h + 24);
-    const uint16_t name_len = le16(h + 28);
-    const uint16_t extra_len = le16(h + 30);
-    const uint16_t comment_len = le16(h + 32);
-    uint64_t local = le32(h + 42);
-    if (!in_bounds(pos + kCentralSize, uint64_t{name_len} + extra_len + comment_len, cd_end)) {
-      fail("central directory entry " + std::to_string(i) + " overruns the directory");
-    }
-    e.name.assign(reinterpret_cast<const char*>(h + kCentralSize), name_len);
-    if (flags & 1) fail("entry '" + e.name + "' is encrypted");
+uint64_t ZipArchive::parse_entry(uint64_t pos, uint64_t directory_end, uint64_t i) {
+  const uint8_t* buf = bytes_->data();
+  const uint64_t size = bytes_->size();
+  if (!in_bounds(pos, kCentralSize, directory_end) || le32(buf + pos) != kCentralSig) {
+    fail("corrupt central directory at entry " + std::to_string(i));
+  }
+  const uint8_t* h = buf + pos;
+  const uint16_t flags = le16(h + 8);
+  ZipEntry e;
+  e.method = le16(h + 10);
+  e.crc32 = le32(h + 16);
+  uint64_t csize = le32(h + 20);
+  uint64_t usize = le32(h + 24);
+  const uint16_t name_len = le16(h + 28);
+  const uint16_t extra_len = le16(h + 30);
+  const uint16_t comment_len = le16(h + 32);
+  uint64_t local = le32(h + 42);
+  if (!in_bounds(pos + kCentralSize, uint64_t{name_len} + extra_len + comment_len, directory_end)) {
+    fail("central directory entry " + std::to_string(i) + " overruns the directory");
+  }
+  e.name.assign(reinterpret_cast<const char*>(h + kCentralSize), name_len);
+  if (flags & 1) fail("entry '" + e.name + "' is encrypted");
+  read_zip64_extra(h + kCentralSize + name_len, extra_len, e.name, usize, csize, local);
+  if (e.method == 0 && csize != usize) {
+    fail("stored entry '" + e.name + "' has different compressed and uncompressed sizes");
+  }
+  e.size = csize;
+  if (!in_bounds(local, kLocalSize, size) || le32(buf + local) != kLocalSig) {
+    fail("entry '" + e.name + "' has no local header at its recorded offset");
+  }
+  e.data_offset = local + kLocalSize + le16(buf + local + 26) + le16(buf + local + 28);
+  if (!in_bounds(e.data_offset, csize, size)) {
+    fail("entry '" + e.name + "' data lies outside the file (truncated?)");
+  }
+  if (!index_.emplace(e.name, entries_.size()).second) fail("duplicate entry '" + e.name + "'");
+  entries_.push_back(std::move(e));
+  return pos + kCentralSize + name_len + extra_len + comment_len;
+}
 
-    // ZIP64 extra field: the 64-bit values appear only for the fields saturated at 0xFFFFFFFF.
-    const uint8_t* extra = h + kCentralSize + name_len;
-    for (uint32_t x = 0; x + 4 <= extra_len;) {
-      const uint16_t id = le16(extra + x);
-      const uint16_t len = le16(extra + x + 2);
-      if (x + 4 + len > extra_len) fail("entry '" + e.name + "' has a malformed extra field");
-      if (id == 0x0001) {
-        const uint8_t* f = extra + x + 4;
-        uint32_t used = 0;
-        for (uint64_t* field : {&usize, &csize, &local}) {
-          if (*field != 0xFFFFFFFFu) continue;
-          if (used + 8 > len) fail("entry '" + e.name + "' has a short ZIP64 extra field");
-          *field = le64(f + used);
-          used += 8;
-        }
+void ZipArchive::read_zip64_extra(const uint8_t* extra, uint16_t extra_len, const std::string& name, uint64_t& usize,
+                                  uint64_t& csize, uint64_t& local) const {
+  for (uint32_t x = 0; x + 4 <= extra_len;) {
+    const uint16_t id = le16(extra + x);
+    const uint16_t len = le16(extra + x + 2);
+    if (x + 4 + len > extra_len) fail("entry '" + name + "' has a malformed extra field");
+    if (id == 0x0001) {
+      const uint8_t* f = extra + x + 4;
+      uint32_t used = 0;
+      for (uint64_t* field : {&usize, &csize, &local}) {
+        if (*field != 0xFFFFFFFFu) continue;
+        if (used + 8 > len) fail("entry '" + name + "' has a short ZIP64 extra field");
+        *field = le64(f + used);
+        used += 8;
       }
-      x += 4u + len;
     }
-    if (e.method == 0 && csize != usize) {
-      fail("stored entry '" + e.name + "' has different compressed and uncompressed sizes");
-    }
-    e.size = csize;
-    if (!in_bounds(local, kLocalSize, size) || le32(buf + local) != kLocalSig) {
-      fail("entry '" + e.name + "' has no local header at its recorded offset");
-    }
-    e.data_offset = local + kLocalSize + le16(buf + local + 26) + le16(buf + local + 28);
-    if (!in_bounds(e.data_offset, csize, size)) {
-      fail("entry '" + e.name + "' data lies outside the file (truncated?)");
-    }
-    if (!index_.emplace(e.name, entries_.size()).second) fail("duplicate entry '" + e.name + "'");
-    entries_.push_back(std::move(e));
-    pos += kCentralSize + name_len + extra_len + comment_len;
+    x += 4u + len;
   }
 }
 

@@ -46,7 +46,16 @@ class ZipArchive {
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
+  struct DirectoryRange {
+    uint64_t count, size, offset;
+  };
   void parse_central_directory();
+  DirectoryRange find_central_directory() const;
+  // Reads the directory entry at `pos` (number `i`) into entries_; returns the next entry's position.
+  uint64_t parse_entry(uint64_t pos, uint64_t directory_end, uint64_t i);
+  // The ZIP64 extra field's 64-bit values, for the sizes and offset saturated at 0xFFFFFFFF.
+  void read_zip64_extra(const uint8_t* extra, uint16_t extra_len, const std::string& name, uint64_t& usize,
+                        uint64_t& csize, uint64_t& local) const;
 
   std::shared_ptr<const std::vector<uint8_t>> bytes_;
   std::string label_;
