@@ -102,6 +102,78 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
 
 double ms_per(const StageTimes& t, Stage s, double images) { return images > 0 ? 1e-6 * t[s] / images : 0; }
 
+void print_setup(const LoaderBenchOptions& opts, const LoaderOptions& o, size_t images) {
+  std::printf("loader bench: %s %s, %zu images, img %d, batch %d, workers %d, prefetch %d, cache %s, augment %s%s%s%s\n",
+              opts.data_yaml.c_str(), opts.val ? "val" : "train", images, o.img_size, o.batch_size, o.workers,
+              o.prefetch, cache_name(o.cache), o.augment ? "on" : "off",
+              o.augment && o.use_mosaic && !o.rect ? ", mosaic" : "", o.rect ? ", rect" : "",
+              o.cache == CacheMode::none && !o.partial_decode ? ", whole-tile decode" : "");
+}
+
+struct ConsumerTimes {
+  size_t images = 0, batches = 0;
+  uint64_t wait_ns = 0;  // time the consumer spent in next()
+};
+
+// Drains the loader for opts.epochs epochs (or opts.batches batches), printing each epoch's img/s.
+ConsumerTimes drain_epochs(Loader& loader, const LoaderBenchOptions& opts) {
+  ConsumerTimes c;
+  for (int e = 0; e < opts.epochs && (opts.batches == 0 || c.batches < opts.batches); ++e) {
+    loader.start_epoch(e);
+    const uint64_t epoch0 = steady_ns();
+    size_t epoch_images = 0;
+    for (;;) {
+      const uint64_t t = steady_ns();
+      const Batch* b = loader.next();
+      c.wait_ns += steady_ns() - t;
+      if (!b) break;
+      epoch_images += b->n, ++c.batches;
+      if (opts.batches && c.batches >= opts.batches) break;
+    }
+    c.images += epoch_images;
+    const double s = seconds_since(epoch0);
+    std::printf("  epoch %d: %zu images in %.2f s = %.1f img/s\n", e, epoch_images, s, epoch_images / s);
+  }
+  return c;
+}
+
+// The loader threads' wall ms per image, by stage, and the img/s they could give.
+void print_thread_stages(const StageTimes& t, bool cached, int threads) {
+  const double samples = static_cast<double>(t.calls[static_cast<int>(Stage::augment)]);
+  const double loads_per_sample = samples > 0 ? t.calls[static_cast<int>(Stage::load)] / samples : 0;
+  const double thread_ms = ms_per(t, Stage::load, samples) + ms_per(t, Stage::augment, samples) + ms_per(t, Stage::collate, samples);
+  std::printf("  loader threads, wall ms per image (%.2f image loads per image):\n", loads_per_sample);
+  std::printf("    %-12s %7.3f  (%s)\n", "load", ms_per(t, Stage::load, samples),
+              cached ? "cache lookups" : "read + decode + resize");
+  std::printf("    %-12s %7.3f  (mosaic/letterbox, warp, colour, flips)\n", "augment", ms_per(t, Stage::augment, samples));
+  std::printf("    %-12s %7.3f  (BGR HWC -> RGB CHW, labels)\n", "collate", ms_per(t, Stage::collate, samples));
+  std::printf("    %-12s %7.3f  -> %d thread(s) could give %.0f img/s\n", "total", thread_ms, threads,
+              thread_ms > 0 ? threads * 1e3 / thread_ms : 0.0);
+  for (Stage s : {Stage::read, Stage::decode, Stage::resize, Stage::mosaic_warp, Stage::colour})
+    if (t[s]) std::printf("    %-12s %7.3f  (timed inside the stage)\n", stage_name(s), ms_per(t, s, samples));
+}
+
+// One thread timing each stage on its own, scaled by the image loads a sample makes (mosaics load 4).
+void print_probe(const std::vector<ImageRecord>& records, const LoaderOptions& o, int probe_images, bool cached,
+                 const StageTimes& t) {
+  const double samples = static_cast<double>(t.calls[static_cast<int>(Stage::augment)]);
+  const double loads_per_sample = samples > 0 ? t.calls[static_cast<int>(Stage::load)] / samples : 0;
+  const ProbeTimes p = probe_stages(records, o, probe_images);
+  const double k = std::max(1.0, loads_per_sample);
+  const char* paid = cached ? "  (not paid: cached)" : "";
+  std::printf("  single-thread probe over %d images, CPU ms per image:\n", std::min<int>(probe_images, records.size()));
+  std::printf("    %-12s %7.3f%s\n", "read", p.read * k, paid);
+  std::printf("    %-12s %7.3f%s\n", "decode", p.decode * k,
+              cached ? paid
+              : o.partial_decode && o.augment && o.use_mosaic && !o.rect
+                  ? "  (whole images; the loader decodes only what mosaics show)"
+                  : "");
+  std::printf("    %-12s %7.3f%s\n", "resize", p.resize * k, paid);
+  std::printf("    %-12s %7.3f\n", o.augment ? "mosaic/warp" : "letterbox", p.warp);
+  if (o.augment) std::printf("    %-12s %7.3f  (HSV + flips)\n", "colour", p.colour);
+  std::printf("    %-12s %7.3f  (from the loader threads)\n", "collate", ms_per(t, Stage::collate, samples));
+}
+
 }  // namespace
 
 LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
@@ -113,11 +185,7 @@ LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
   const double index_s = seconds_since(setup0);
   LoaderOptions o = opts.loader;
   if (opts.val) o.augment = false;  // the val split is letterboxed, as validation loads it
-  std::printf("loader bench: %s %s, %zu images, img %d, batch %d, workers %d, prefetch %d, cache %s, augment %s%s%s%s\n",
-              opts.data_yaml.c_str(), opts.val ? "val" : "train", index.records.size(), o.img_size, o.batch_size,
-              o.workers, o.prefetch, cache_name(o.cache), o.augment ? "on" : "off",
-              o.augment && o.use_mosaic && !o.rect ? ", mosaic" : "", o.rect ? ", rect" : "",
-              o.cache == CacheMode::none && !o.partial_decode ? ", whole-tile decode" : "");
+  print_setup(opts, o, index.records.size());
   const uint64_t build0 = steady_ns();
   Loader loader(std::move(index.records), o);
   result.setup_seconds = seconds_since(setup0);
@@ -127,65 +195,22 @@ LoaderBenchResult measure_loader(const LoaderBenchOptions& opts) {
   std::printf("\n");
 
   const StageTimes before = loader.stage_times();
-  uint64_t wait_ns = 0;
-  size_t batches = 0;
   const uint64_t run0 = steady_ns();
   const double cpu0 = process_cpu_seconds();
-  for (int e = 0; e < opts.epochs && (opts.batches == 0 || batches < opts.batches); ++e) {
-    loader.start_epoch(e);
-    const uint64_t epoch0 = steady_ns();
-    size_t epoch_images = 0;
-    for (;;) {
-      const uint64_t t = steady_ns();
-      const Batch* b = loader.next();
-      wait_ns += steady_ns() - t;
-      if (!b) break;
-      epoch_images += b->n, ++batches;
-      if (opts.batches && batches >= opts.batches) break;
-    }
-    result.images += epoch_images;
-    const double s = seconds_since(epoch0);
-    std::printf("  epoch %d: %zu images in %.2f s = %.1f img/s\n", e, epoch_images, s, epoch_images / s);
-  }
+  const ConsumerTimes c = drain_epochs(loader, opts);
+  result.images = c.images;
   const double run_s = seconds_since(run0), cpu_ms = 1e3 * (process_cpu_seconds() - cpu0) / std::max<size_t>(1, result.images);
   loader.cancel_epoch();  // a partial epoch's samples in flight settle before the times are read
   const StageTimes t = loader.stage_times() - before;
   result.images_per_second = result.images / run_s;
   std::printf("  overall: %zu images in %.2f s = %.1f img/s (consumer waited %.1f ms per batch)\n", result.images,
-              run_s, result.images_per_second, batches ? 1e-6 * wait_ns / batches : 0.0);
+              run_s, result.images_per_second, c.batches ? 1e-6 * c.wait_ns / c.batches : 0.0);
   const int threads = std::max(1, o.workers);
   std::printf("  process CPU: %.2f ms per image -> %.0f img/s if %d core(s) were free for the loader\n", cpu_ms,
               cpu_ms > 0 ? threads * 1e3 / cpu_ms : 0.0, threads);
-
-  const double samples = static_cast<double>(t.calls[static_cast<int>(Stage::augment)]);
-  const double loads_per_sample = samples > 0 ? t.calls[static_cast<int>(Stage::load)] / samples : 0;
-  const double thread_ms = ms_per(t, Stage::load, samples) + ms_per(t, Stage::augment, samples) + ms_per(t, Stage::collate, samples);
-  std::printf("  loader threads, wall ms per image (%.2f image loads per image):\n", loads_per_sample);
-  std::printf("    %-12s %7.3f  (%s)\n", "load", ms_per(t, Stage::load, samples),
-              loader.cache() ? "cache lookups" : "read + decode + resize");
-  std::printf("    %-12s %7.3f  (mosaic/letterbox, warp, colour, flips)\n", "augment", ms_per(t, Stage::augment, samples));
-  std::printf("    %-12s %7.3f  (BGR HWC -> RGB CHW, labels)\n", "collate", ms_per(t, Stage::collate, samples));
-  std::printf("    %-12s %7.3f  -> %d thread(s) could give %.0f img/s\n", "total", thread_ms, threads,
-              thread_ms > 0 ? threads * 1e3 / thread_ms : 0.0);
-  for (Stage s : {Stage::read, Stage::decode, Stage::resize, Stage::mosaic_warp, Stage::colour})
-    if (t[s]) std::printf("    %-12s %7.3f  (timed inside the stage)\n", stage_name(s), ms_per(t, s, samples));
-
-  if (opts.probe_images > 0 && !probe_records.empty()) {
-    const ProbeTimes p = probe_stages(probe_records, o, opts.probe_images);
-    const double k = std::max(1.0, loads_per_sample);
-    const char* paid = loader.cache() ? "  (not paid: cached)" : "";
-    std::printf("  single-thread probe over %d images, CPU ms per image:\n", std::min<int>(opts.probe_images, probe_records.size()));
-    std::printf("    %-12s %7.3f%s\n", "read", p.read * k, paid);
-    std::printf("    %-12s %7.3f%s\n", "decode", p.decode * k,
-                loader.cache() ? paid
-                : o.partial_decode && o.augment && o.use_mosaic && !o.rect
-                    ? "  (whole images; the loader decodes only what mosaics show)"
-                    : "");
-    std::printf("    %-12s %7.3f%s\n", "resize", p.resize * k, paid);
-    std::printf("    %-12s %7.3f\n", o.augment ? "mosaic/warp" : "letterbox", p.warp);
-    if (o.augment) std::printf("    %-12s %7.3f  (HSV + flips)\n", "colour", p.colour);
-    std::printf("    %-12s %7.3f  (from the loader threads)\n", "collate", ms_per(t, Stage::collate, samples));
-  }
+  print_thread_stages(t, loader.cache() != nullptr, threads);
+  if (opts.probe_images > 0 && !probe_records.empty())
+    print_probe(probe_records, o, opts.probe_images, loader.cache() != nullptr, t);
   return result;
 }
 
