@@ -210,6 +210,52 @@ void read_list_file(const fs::path& list, std::vector<std::string>* out) {
   }
 }
 
+// Scans every image and its label file (two threads) into index.records and index.stats; an image
+// that cannot be used is counted and reported, never fatal.
+void scan_into(DatasetIndex& index, const std::vector<std::string>& images, const std::vector<std::string>& labels,
+               const std::vector<FileStamp>& label_stamps, int nc, bool single_cls) {
+  const size_t n = images.size();
+  std::vector<ScanResult> results(n);
+  parallel_for(n, [&](size_t i) {
+    try {
+      results[i] = scan_image(images[i], labels[i], label_stamps[i].size >= 0, nc, single_cls);
+    } catch (const std::exception& e) {  // e.g. out of memory on a huge file: skip it, keep the scan going
+      results[i] = ScanResult{};
+      results[i].warnings.push_back(images[i] + ": ignoring image (" + e.what() + ")");
+    }
+  }, {n < 64 ? 1u : 2u});  // the scan is I/O- and parse-bound: two threads are plenty
+  IndexStats& s = index.stats;
+  for (ScanResult& r : results) {
+    index.warnings.insert(index.warnings.end(), r.warnings.begin(), r.warnings.end());
+    s.bad_label_lines += r.bad_lines;
+    s.duplicate_labels += r.duplicates;
+    if (!r.usable) {
+      ++s.corrupt_images;
+      continue;
+    }
+    s.instances += r.record.labels.size();
+    ++(r.record.labels.empty() ? s.backgrounds : s.labelled);
+    index.records.push_back(std::move(r.record));
+  }
+  s.images = index.records.size();
+}
+
+// The index cache, beside the labels when that folder is writable, else in the user's cache folder.
+void save_cache(DatasetIndex& index, uint64_t key, const std::string& beside, const std::string& user) {
+  const std::string bytes = encode_cache(key, index);
+  const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
+  for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
+    if (target.empty()) continue;
+    try {
+      write_file_atomic(target, bytes);
+      index.cache_path = target;
+      return;
+    } catch (const std::runtime_error&) {
+      // not writable there: try the next place; without a cache the next run rescans
+    }
+  }
+}
+
 }  // namespace
 
 bool has_image_extension(const std::string& path) {
@@ -311,41 +357,8 @@ DatasetIndex build_index(const std::vector<std::string>& sources, int nc, bool s
     }
   }
   if (!index.from_cache) {
-    std::vector<ScanResult> results(n);
-    parallel_for(n, [&](size_t i) {
-      try {
-        results[i] = scan_image(images[i], labels[i], label_stamps[i].size >= 0, nc, single_cls);
-      } catch (const std::exception& e) {  // e.g. out of memory on a huge file: skip it, keep the scan going
-        results[i] = ScanResult{};
-        results[i].warnings.push_back(images[i] + ": ignoring image (" + e.what() + ")");
-      }
-    }, {n < 64 ? 1u : 2u});  // the scan is I/O- and parse-bound: two threads are plenty
-    IndexStats& s = index.stats;
-    for (ScanResult& r : results) {
-      index.warnings.insert(index.warnings.end(), r.warnings.begin(), r.warnings.end());
-      s.bad_label_lines += r.bad_lines;
-      s.duplicate_labels += r.duplicates;
-      if (!r.usable) {
-        ++s.corrupt_images;
-        continue;
-      }
-      s.instances += r.record.labels.size();
-      ++(r.record.labels.empty() ? s.backgrounds : s.labelled);
-      index.records.push_back(std::move(r.record));
-    }
-    s.images = index.records.size();
-    const std::string bytes = encode_cache(key, index);
-    const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
-    for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
-      if (target.empty()) continue;
-      try {
-        write_file_atomic(target, bytes);
-        index.cache_path = target;
-        break;
-      } catch (const std::runtime_error&) {
-        // not writable there: try the next place; without a cache the next run rescans
-      }
-    }
+    scan_into(index, images, labels, label_stamps, nc, single_cls);
+    save_cache(index, key, beside, user);
   }
   const std::vector<std::string> orphans = find_orphan_labels(sources, labels);
   index.stats.orphan_label_files = orphans.size();
