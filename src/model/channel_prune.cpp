@@ -78,6 +78,60 @@ ChannelSet cut_conv(ConvImpl& c, const ChannelSet& in, const torch::Tensor& keep
   return out;
 }
 
+// The kept output channels of each prunable convolution; a convolution absent keeps them all.
+class KeepMap {
+ public:
+  KeepMap(const std::vector<PrunableConv>& convs, const ChannelChoice& choice) {
+    for (size_t i = 0; i < convs.size(); ++i) keep_[convs[i].conv] = choice.keep[i];
+  }
+  torch::Tensor operator()(const ConvImpl* c) const {
+    const auto it = keep_.find(c);
+    return it == keep_.end() ? torch::Tensor() : it->second;
+  }
+
+ private:
+  std::map<const ConvImpl*, torch::Tensor> keep_;
+};
+
+// Cuts one layer's convolutions given its input channels; returns its output channels.
+ChannelSet cut_layer(torch::nn::Module& layer, const ChannelSet& in, const KeepMap& keep) {
+  if (auto* c = dynamic_cast<ConvImpl*>(&layer)) return cut_conv(*c, in, keep(c));
+  if (auto* c3 = dynamic_cast<C3Impl*>(&layer)) {
+    ChannelSet y = cut_conv(*c3->cv1, in, keep(c3->cv1.get()));
+    for (Bottleneck b : c3->bottlenecks) {
+      const ChannelSet mid = cut_conv(*b->cv1, y, keep(b->cv1.get()));
+      const ChannelSet out = cut_conv(*b->cv2, mid, keep(b->cv2.get()));
+      if (!b->adds_input()) y = out;  // with the add, the output keeps its input's (full) channel set
+    }
+    const ChannelSet z = cut_conv(*c3->cv2, in, keep(c3->cv2.get()));
+    return cut_conv(*c3->cv3, ChannelSet::concat({y, z}), keep(c3->cv3.get()));
+  }
+  if (auto* s = dynamic_cast<SPPFImpl*>(&layer)) {
+    const ChannelSet a = cut_conv(*s->cv1, in, keep(s->cv1.get()));  // max-pools keep a constant constant
+    return cut_conv(*s->cv2, ChannelSet::concat({a, a, a, a}), keep(s->cv2.get()));
+  }
+  return in;  // Upsample and Concat
+}
+
+// Walks the layers in order, cutting each from its sources' output channels, then Detect's inputs.
+void cut_model(DetectionModelImpl& m, const KeepMap& keep) {
+  std::vector<ChannelSet> outputs;
+  const auto& layers = m.spec().layers;
+  auto input_of = [&](size_t i) {
+    std::vector<ChannelSet> parts;
+    for (int64_t s : layers[i].sources)
+      parts.push_back(s < 0 || static_cast<size_t>(s) + 1 == i ? (i == 0 ? ChannelSet::all(m.spec().ch) : outputs[i - 1]) : outputs[s]);
+    return parts.size() == 1 ? parts[0] : ChannelSet::concat(parts);
+  };
+  for (size_t i = 0; i + 1 < m.num_layers(); ++i) outputs.push_back(cut_layer(*m.layer(i), input_of(i), keep));
+  const size_t d = m.num_layers() - 1;
+  const auto& sources = layers[d].sources;
+  for (size_t level = 0; level < sources.size(); ++level) {
+    torch::nn::Conv2dImpl& conv = *m.detect().ptr()->convs[level];
+    cut_inputs(conv, outputs[sources[level] < 0 ? d - 1 : sources[level]], nullptr, &conv.bias);
+  }
+}
+
 }  // namespace
 
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
@@ -148,53 +202,12 @@ PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions&
   const std::vector<PrunableConv> convs = prunable_convs(m);
   const ChannelChoice choice = choose_channels(convs, o);
   r.threshold = choice.threshold;
-  std::map<const ConvImpl*, torch::Tensor> keep;
-  for (size_t i = 0; i < convs.size(); ++i) keep[convs[i].conv] = choice.keep[i];
   for (size_t i = 0; i < convs.size(); ++i) {
     const torch::Tensor g = convs[i].conv->bn->weight.detach().abs();
     r.cuts.push_back({convs[i].name, g.numel(), choice.keep[i].numel(), g.max().item<double>(), g.median().item<double>()});
     r.channels_before += r.cuts.back().before, r.channels_after += r.cuts.back().after;
   }
-  auto keep_of = [&](const ConvImpl* c) {
-    const auto it = keep.find(c);
-    return it == keep.end() ? torch::Tensor() : it->second;
-  };
-
-  std::vector<ChannelSet> outputs;
-  const auto& layers = m.spec().layers;
-  auto input_of = [&](size_t i) {
-    std::vector<ChannelSet> parts;
-    for (int64_t s : layers[i].sources)
-      parts.push_back(s < 0 || static_cast<size_t>(s) + 1 == i ? (i == 0 ? ChannelSet::all(m.spec().ch) : outputs[i - 1]) : outputs[s]);
-    return parts.size() == 1 ? parts[0] : ChannelSet::concat(parts);
-  };
-  for (size_t i = 0; i + 1 < m.num_layers(); ++i) {
-    const ChannelSet in = input_of(i);
-    const auto layer = m.layer(i);
-    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) {
-      outputs.push_back(cut_conv(*c, in, keep_of(c)));
-    } else if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
-      ChannelSet y = cut_conv(*c3->cv1, in, keep_of(c3->cv1.get()));
-      for (Bottleneck b : c3->bottlenecks) {
-        const ChannelSet mid = cut_conv(*b->cv1, y, keep_of(b->cv1.get()));
-        const ChannelSet out = cut_conv(*b->cv2, mid, keep_of(b->cv2.get()));
-        if (!b->adds_input()) y = out;  // with the add, the output keeps its input's (full) channel set
-      }
-      const ChannelSet z = cut_conv(*c3->cv2, in, keep_of(c3->cv2.get()));
-      outputs.push_back(cut_conv(*c3->cv3, ChannelSet::concat({y, z}), keep_of(c3->cv3.get())));
-    } else if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) {
-      const ChannelSet a = cut_conv(*s->cv1, in, keep_of(s->cv1.get()));  // max-pools keep a constant constant
-      outputs.push_back(cut_conv(*s->cv2, ChannelSet::concat({a, a, a, a}), keep_of(s->cv2.get())));
-    } else {
-      outputs.push_back(in);  // Upsample and Concat
-    }
-  }
-  const size_t d = m.num_layers() - 1;
-  const auto& sources = layers[d].sources;
-  for (size_t level = 0; level < sources.size(); ++level) {
-    torch::nn::Conv2dImpl& conv = *m.detect().ptr()->convs[level];
-    cut_inputs(conv, outputs[sources[level] < 0 ? d - 1 : sources[level]], nullptr, &conv.bias);
-  }
+  cut_model(m, KeepMap(convs, choice));
 
   std::map<std::string, std::vector<int64_t>> shapes = source.config().pruned_shapes;  // earlier prunings too
   const StateDict before = source.state(), after = m.state();
