@@ -130,6 +130,29 @@ std::string save_pruned(const PruneRunOptions& o, const DetectionModelImpl& mode
   return path;
 }
 
+// A sparsity run with --sparsity-target drove the channels of one particular prune to |gamma| ~ 0: a
+// prune at a larger ratio, or with other floors than the defaults that run chose with, cuts channels
+// it kept alive (and costs accuracy the fine-tune must win back). Said before cutting, not refused.
+void warn_if_not_the_sparsity_target(const PruneRunOptions& o) {
+  if (!is_kestrel_checkpoint(o.weights)) return;
+  const nlohmann::json opt = load_checkpoint(o.weights, nullptr, nullptr, nullptr).train_options;
+  const double target = opt.is_object() ? opt.value("sparsity_target", 0.0) : 0.0;
+  if (target <= 0) return;
+  const PruneOptions defaults;
+  const bool same_floors = o.prune.min_channels == defaults.min_channels &&
+                           o.prune.max_layer_cut == defaults.max_layer_cut && o.prune.multiple == defaults.multiple;
+  if (o.prune.ratio <= target + 1e-9 && same_floors) return;
+  auto flags = [](double ratio, const PruneOptions& p) {
+    char text[160];
+    std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d", ratio,
+                  p.min_channels, p.max_layer_cut, p.multiple);
+    return std::string(text);
+  };
+  std::printf("WARNING: %s was sparsity-trained for the prune `%s`; this one (`%s`) also cuts channels that run "
+              "kept, so expect a larger loss of accuracy before fine-tuning\n",
+              o.weights.c_str(), flags(target, defaults).c_str(), flags(o.prune.ratio, o.prune).c_str());
+}
+
 }  // namespace
 
 PruneRunSummary run_prune(const PruneRunOptions& o) {
@@ -150,6 +173,7 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   shape.img_size = o.img_size, shape.batch_size = o.batch_size, shape.device = device;
   const Precision p = choose_amp(o.amp, *model, shape).precision;
 
+  warn_if_not_the_sparsity_target(o);
   PruneRunSummary s;
   s.before = measure(*model, o, device, validator.get());
   s.pruned = prune_channels(*model, o.prune);

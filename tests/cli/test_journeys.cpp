@@ -205,7 +205,8 @@ TEST_F(Journey, BadInputsGiveOneClearLine) {
 // fine-tune the pruned model, then val, detect and resume it like any other.
 TEST_F(Journey, SparsityPruneFineTune) {
   const std::string three = dataset("three", {.nc = 3});
-  const CommandResult sparse = train(three, "sparse", {"--cfg", "yolov5n.yaml", "--sparsity", "0.01", "--epochs", "2"});
+  const CommandResult sparse =
+      train(three, "sparse", {"--cfg", "yolov5n.yaml", "--sparsity", "0.01", "--sparsity-target", "0.3", "--epochs", "2"});
   ASSERT_EQ(sparse.exit_code, 0) << sparse.output;
   EXPECT_TRUE(sparse.has("BN sparsity: 0.01 x sign(gamma)")) << sparse.output;
   const std::vector<std::string> csv = read_lines(runs() + "/sparse/results.csv");
@@ -221,6 +222,13 @@ TEST_F(Journey, SparsityPruneFineTune) {
   EXPECT_TRUE(pruned.has("after: ")) << pruned.output;
   EXPECT_TRUE(pruned.has("mAP@0.5:0.95")) << pruned.output;
   EXPECT_TRUE(pruned.has("speed-up: inference")) << pruned.output;
+  EXPECT_FALSE(pruned.has("WARNING")) << pruned.output;  // the ratio the sparsity run aimed at
+  const CommandResult further = run_kestrel({"prune", "--weights", best("sparse"), "--ratio", "0.5", "--img", "64", "--batch", "4",
+                                             "--amp", "off", "--project", runs() + "/prune", "--name", "p50", "--exist-ok"},
+                                            root_);
+  ASSERT_EQ(further.exit_code, 0) << further.output;
+  EXPECT_TRUE(further.has("was sparsity-trained for the prune `--ratio 0.3 --min-channels 8 --max-layer-cut 0.5 --multiple 8`"))
+      << further.output;
   const std::string pt = runs() + "/prune/p/weights/pruned.pt";
   ASSERT_TRUE(fs::exists(pt)) << pruned.output;
 
