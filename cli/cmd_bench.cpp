@@ -17,9 +17,9 @@ void register_bench_step(CLI::App& bench) {
     run_step_bench(r);
     return 0;
   });
-  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
-  cmd->add_option("--weights", r.weights, "weights to time instead (a YOLOv5 .pt or a Kestrel checkpoint)");
-  cmd->add_option("--nc", r.nc, "classes of the model");
+  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml; default yolov5n.yaml)");
+  cmd->add_option("--weights", r.weights, "weights to time, with their own architecture and classes (a YOLOv5 .pt or a Kestrel checkpoint)");
+  cmd->add_option("--nc", r.nc, "classes of the model (default: the model's own)");
   cmd->add_option("--imgsz,--img,--img-size", r.shape.img_size, "image size");
   cmd->add_option("--batch-size,--batch", r.shape.batch_size, "batch size");
   cmd->add_option("--amp", r.precisions, "precisions to time, in order: off (fp32), bf16, fp16 (CUDA)")->expected(1, -1);

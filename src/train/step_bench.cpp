@@ -120,7 +120,9 @@ void run_step_bench(const StepBenchRun& run) {
   torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
   StepBenchOptions o = run.shape;
   o.device = parse_device(run.device);
-  const BuiltModel built = build_model(run.cfg, run.weights, run.nc);
+  // Weights alone are timed as they are: their architecture (a pruned one included) and classes.
+  const std::string cfg = run.cfg.empty() && run.weights.empty() ? "yolov5n.yaml" : run.cfg;
+  const BuiltModel built = build_model(cfg, run.weights, run.nc);
   std::cout << model_summary(*built.model, o.img_size).line() << "\n"
             << "batch " << o.batch_size << ", " << o.img_size << " px, " << torch::get_num_threads() << " threads, "
             << o.warmup << " warm-up + " << o.steps << " timed steps each\n";

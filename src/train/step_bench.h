@@ -43,8 +43,8 @@ StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions&
 // `kestrel bench step`: the model (cfg and/or weights, nc classes) timed at each precision in one
 // run, a line each with the speed-up over the first.
 struct StepBenchRun {
-  std::string cfg = "yolov5n.yaml", weights, device = "cpu";
-  int nc = 80;
+  std::string cfg, weights, device = "cpu";  // neither cfg nor weights: yolov5n.yaml
+  int nc = 0;                                // 0: the model's own (80 for a yaml)
   std::vector<std::string> precisions = {"fp32", "bf16"};
   StepBenchOptions shape;
 };

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli/journey_support.h"
 #include "test_support.h"
@@ -231,6 +232,15 @@ TEST_F(Journey, SparsityPruneFineTune) {
       << further.output;
   const std::string pt = runs() + "/prune/p/weights/pruned.pt";
   ASSERT_TRUE(fs::exists(pt)) << pruned.output;
+
+  // The step benchmark times the pruned architecture, not the yaml's: its summary counts what prune's did.
+  std::smatch after;
+  ASSERT_TRUE(std::regex_search(pruned.output, after, std::regex(R"(after: +\d+ layers, +(\d+) parameters)"))) << pruned.output;
+  const CommandResult timed = run_kestrel({"bench", "step", "--weights", pt, "--img", "64", "--batch", "2", "--amp", "off",
+                                           "--steps", "1", "--warmup", "0"},
+                                          root_);
+  ASSERT_EQ(timed.exit_code, 0) << timed.output;
+  EXPECT_TRUE(timed.has(" " + after[1].str() + " parameters")) << timed.output;
 
   const CommandResult exported = run_kestrel({"export", "--weights", pt, "--imgsz", "64"}, root_);
   EXPECT_EQ(exported.exit_code, 0) << exported.output;  // the cut channel counts export as they are
