@@ -32,6 +32,12 @@ struct ChannelSet {
     out.keep = torch::cat(keep), out.dropped = torch::cat(dropped), out.dropped_value = torch::cat(value);
     return out;
   }
+  // A residual add of two sets with the same channels: the removed constants sum.
+  ChannelSet plus(const ChannelSet& other) const {
+    if (total != other.total || !torch::equal(dropped, other.dropped))
+      throw std::runtime_error("prune: a residual add's two inputs keep different channels");
+    return {total, keep, dropped, dropped_value + other.dropped_value};
+  }
 };
 
 const char* layer_kind(const torch::nn::Module& m) {
@@ -101,7 +107,7 @@ ChannelSet cut_layer(torch::nn::Module& layer, const ChannelSet& in, const KeepM
     for (Bottleneck b : c3->bottlenecks) {
       const ChannelSet mid = cut_conv(*b->cv1, y, keep(b->cv1.get()));
       const ChannelSet out = cut_conv(*b->cv2, mid, keep(b->cv2.get()));
-      if (!b->adds_input()) y = out;  // with the add, the output keeps its input's (full) channel set
+      y = b->adds_input() ? y.plus(out) : out;
     }
     const ChannelSet z = cut_conv(*c3->cv2, in, keep(c3->cv2.get()));
     return cut_conv(*c3->cv3, ChannelSet::concat({y, z}), keep(c3->cv3.get()));
@@ -132,65 +138,96 @@ void cut_model(DetectionModelImpl& m, const KeepMap& keep) {
   }
 }
 
+// Each group's |gamma| per channel (the largest over its members) and its member count.
+struct GroupGammas {
+  std::vector<torch::Tensor> gamma;  // double, on the CPU
+  std::vector<int64_t> members;
+};
+
+GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
+  GroupGammas g;
+  for (const PrunableConv& p : convs) {
+    if (p.group >= g.gamma.size()) g.gamma.resize(p.group + 1), g.members.resize(p.group + 1, 0);
+    const torch::Tensor a = p.conv->bn->weight.detach().abs().cpu().to(torch::kDouble);
+    torch::Tensor& s = g.gamma[p.group];
+    if (s.defined() && s.numel() != a.numel())
+      throw std::runtime_error("prune: " + p.name + " has " + std::to_string(a.numel()) + " channels, its residual group " +
+                               std::to_string(s.numel()));
+    s = s.defined() ? torch::maximum(s, a) : a;
+    ++g.members[p.group];
+  }
+  return g;
+}
+
 }  // namespace
 
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
   if (model.fused()) throw std::runtime_error("prune: the model is fused (no BatchNorm left to judge channels by)");
   std::vector<PrunableConv> out;
+  size_t groups = 0;
+  auto add = [&](const std::string& name, ConvImpl* c, size_t group) {
+    out.push_back({name, c, group});
+    groups = std::max(groups, group + 1);
+  };
   for (size_t i = 0; i + 1 < model.num_layers(); ++i) {
     const auto layer = model.layer(i);
     const std::string name = "model." + std::to_string(i);
     if (!layer_kind(*layer))
       throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, SPPF, "
                                "Upsample, Concat and Detect are)");
-    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) out.push_back({name, c});
+    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) add(name, c, groups);
     if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
-      const bool residual = std::any_of(c3->bottlenecks.begin(), c3->bottlenecks.end(), [](const Bottleneck& b) { return b->adds_input(); });
-      if (!residual) out.push_back({name + ".cv1", c3->cv1.get()});
+      const size_t chain = groups;  // cv1 and, through the adds, every bottleneck's cv2
+      add(name + ".cv1", c3->cv1.get(), chain);
       for (size_t k = 0; k < c3->bottlenecks.size(); ++k) {
         Bottleneck b = c3->bottlenecks[k];  // a handle: its module is not const
-        out.push_back({name + ".m." + std::to_string(k) + ".cv1", b->cv1.get()});
-        if (!residual) out.push_back({name + ".m." + std::to_string(k) + ".cv2", b->cv2.get()});
+        const std::string m = name + ".m." + std::to_string(k);
+        add(m + ".cv1", b->cv1.get(), groups);
+        add(m + ".cv2", b->cv2.get(), b->adds_input() ? chain : groups);
       }
-      out.push_back({name + ".cv2", c3->cv2.get()});
-      out.push_back({name + ".cv3", c3->cv3.get()});
+      add(name + ".cv2", c3->cv2.get(), groups);
+      add(name + ".cv3", c3->cv3.get(), groups);
     }
     if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) {
-      out.push_back({name + ".cv1", s->cv1.get()});
-      out.push_back({name + ".cv2", s->cv2.get()});
+      add(name + ".cv1", s->cv1.get(), groups);
+      add(name + ".cv2", s->cv2.get(), groups);
     }
   }
   return out;
 }
 
 ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o) {
-  std::vector<torch::Tensor> gammas;
-  std::vector<int64_t> layer_of, removable, removed(convs.size(), 0);
-  for (size_t l = 0; l < convs.size(); ++l) {
-    gammas.push_back(convs[l].conv->bn->weight.detach().abs().cpu().to(torch::kDouble).contiguous());
-    const int64_t c = gammas.back().numel();
+  const GroupGammas groups = group_gammas(convs);
+  const size_t n = groups.gamma.size();
+  std::vector<int64_t> group_of, removable, removed(n, 0);
+  int64_t channels = 0;
+  for (size_t l = 0; l < n; ++l) {
+    const int64_t c = groups.gamma[l].numel();
     const auto floor_keep = static_cast<int64_t>(std::ceil((1.0 - o.max_layer_cut) * c - 1e-9));
     removable.push_back(std::max<int64_t>(0, c - std::max<int64_t>(o.min_channels, floor_keep)));
-    layer_of.insert(layer_of.end(), c, static_cast<int64_t>(l));
+    group_of.insert(group_of.end(), c, static_cast<int64_t>(l));
+    channels += c * groups.members[l];
   }
-  const torch::Tensor all = torch::cat(gammas);
+  const torch::Tensor all = torch::cat(groups.gamma).contiguous();
   const torch::Tensor order = std::get<1>(all.sort(/*stable=*/true, 0, false)).contiguous();
   const double* g = all.data_ptr<double>();
   const int64_t* idx = order.data_ptr<int64_t>();
-  // The smallest |gamma| go first, a layer's only while it has more than its floor.
-  const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(all.numel()));
+  // The smallest |gamma| go first, a group's only while it has more than its floor.
+  const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(channels));
   ChannelChoice choice;
   for (int64_t i = 0, cut = 0; i < all.numel() && cut < target; ++i) {
-    const int64_t l = layer_of[idx[i]];
+    const int64_t l = group_of[idx[i]];
     if (removed[l] == removable[l]) continue;
-    ++removed[l], ++cut;
+    ++removed[l], cut += groups.members[l];
     choice.threshold = g[idx[i]];
   }
-  for (size_t l = 0; l < convs.size(); ++l) {
-    const int64_t c = gammas[l].numel();
+  std::vector<torch::Tensor> keep;
+  for (size_t l = 0; l < n; ++l) {
+    const int64_t c = groups.gamma[l].numel();
     const int64_t k = std::min(c, (c - removed[l] + o.multiple - 1) / o.multiple * o.multiple);
-    choice.keep.push_back(std::get<0>(std::get<1>(gammas[l].topk(k)).sort()));
+    keep.push_back(std::get<0>(std::get<1>(groups.gamma[l].topk(k)).sort()));
   }
+  for (const PrunableConv& p : convs) choice.keep.push_back(keep[p.group]);
   return choice;
 }
 

@@ -1,11 +1,13 @@
 // Channel pruning of a YOLOv5 network (network slimming): the output channels with the smallest
 // BatchNorm scale |gamma| across the whole network are removed, every consumer's input channels
-// with them, respecting the structure: the residual adds of C3 bottlenecks tie C3.cv1 and the
-// bottlenecks' cv2 to their input (those keep every channel), Concat and SPPF concatenate their
+// with them, respecting the structure: the residual adds of a C3's bottlenecks sum C3.cv1 and each
+// bottleneck's cv2 channel by channel, so those convolutions form a group that loses the same
+// channels (judged by the largest |gamma| of the group's channel), Concat and SPPF concatenate their
 // inputs' channel sets, Upsample passes them on, and the Detect convolutions lose input channels
-// only. A removed channel's output is taken as the constant act(beta) it tends to when gamma -> 0,
-// and folded into each consumer (BatchNorm mean, or the Detect bias), so channels with gamma = 0
-// leave the network's output unchanged (exactly where their constant is zero).
+// only. A removed channel's output is taken as the constant act(beta) it tends to when gamma -> 0
+// (summed over a residual group), and folded into each consumer (BatchNorm mean, or the Detect
+// bias), so channels with gamma = 0 leave the network's output unchanged (exactly where their
+// constant is zero).
 #pragma once
 #include <functional>
 #include <memory>
@@ -19,16 +21,18 @@ namespace kestrel {
 struct PrunableConv {
   std::string name;  // module path, e.g. "model.2.cv2"
   ConvImpl* conv;
+  size_t group;      // convolutions with the same group keep the same channels (a residual chain)
 };
 
-// The Conv blocks whose output channels may be removed, in layer order. Throws std::runtime_error
+// The Conv blocks whose output channels may be removed, in layer order, with groups numbered from 0
+// in order of first appearance. Throws std::runtime_error
 // naming the layer for a model with layers pruning does not support (anything besides Conv, C3,
 // SPPF, Upsample, Concat and Detect) or a fused model (no BatchNorm to judge channels by).
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model);
 
 struct PruneOptions {
   double ratio = 0.3;    // share of the prunable channels to remove (before the rounding below)
-  int min_channels = 8;  // every layer keeps at least this many
+  int min_channels = 8;  // every layer (group) keeps at least this many
   // ...and loses at most this share of its channels: layers whose |gamma| are all small (the neck
   // of a COCO-trained yolov5n) otherwise lost up to 7 in 8 and took most of the accuracy with them
   double max_layer_cut = 0.5;
@@ -51,9 +55,10 @@ struct PruneResult {
 PruneResult prune_channels(const DetectionModelImpl& model, const PruneOptions& options);
 
 // The channels prune_channels keeps of each conv (sorted int64 indices, in `convs` order): the
-// smallest |gamma| across the network are removed until `ratio` of all are, skipping a layer once it
-// is down to its floor (min_channels, 1 - max_layer_cut of its own); each layer's count is then
-// rounded up to `multiple`, keeping its largest |gamma|. threshold: the largest |gamma| removed, or
+// smallest |gamma| across the network are removed until `ratio` of all are (a group's channel, by
+// the largest |gamma| of its members, counts once per member), skipping a group once it is down to
+// its floor (min_channels, 1 - max_layer_cut of its own); each group's count is then rounded up to
+// `multiple`, keeping its largest |gamma|. threshold: the largest |gamma| removed, or
 // -1 when none is. Sparsity training with a target (train/sparsity.h) penalizes the others.
 struct ChannelChoice {
   std::vector<torch::Tensor> keep;

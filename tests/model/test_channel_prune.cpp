@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 
 #include "model/channel_prune.h"
 #include "model/checkpoint.h"
@@ -15,22 +16,31 @@
 namespace kestrel {
 namespace {
 
-// yolov5n with realistic BatchNorm statistics and about 40% of every prunable layer's channels dead.
+// yolov5n with realistic BatchNorm statistics and about dead_share of every prunable layer's
+// channels dead (the same ones across a residual group: dead in every member).
 DetectionModel model_with_dead_channels(double dead_share, bool zero_beta = true) {
   torch::manual_seed(3);
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   torch::NoGradGuard no_grad;
   m->train();
   for (int i = 0; i < 3; ++i) m->forward(torch::rand({2, 3, 64, 64}));  // running statistics away from 0/1
+  std::map<size_t, torch::Tensor> dead_of_group;
   for (const PrunableConv& p : prunable_convs(*m)) {
     torch::Tensor g = p.conv->bn->weight, b = p.conv->bn->bias;
     g.uniform_(0.2, 1.5), b.uniform_(-0.5, 0.5);
-    const torch::Tensor dead = torch::rand({g.numel()}) < dead_share;
+    torch::Tensor& dead = dead_of_group[p.group];
+    if (!dead.defined()) dead = torch::rand({g.numel()}) < dead_share;
     g.masked_fill_(dead, 0.0);
     if (zero_beta) b.masked_fill_(dead, 0.0);
   }
   m->eval();
   return m;
+}
+
+const LayerCut& cut_named(const PruneResult& r, const std::string& name) {
+  for (const LayerCut& c : r.cuts)
+    if (c.name == name) return c;
+  throw std::runtime_error("no prunable conv " + name);
 }
 
 int64_t parameter_count(const DetectionModelImpl& m) {
@@ -42,17 +52,20 @@ int64_t parameter_count(const DetectionModelImpl& m) {
 TEST(ChannelPrune, PrunableConvsRespectResiduals) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 80);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
-  auto has = [&](const std::string& name) {
-    return std::any_of(convs.begin(), convs.end(), [&](const PrunableConv& p) { return p.name == name; });
-  };
-  EXPECT_TRUE(has("model.0"));
-  EXPECT_TRUE(has("model.2.cv2"));        // the C3's second branch
-  EXPECT_TRUE(has("model.2.m.0.cv1"));    // inside the bottleneck
-  EXPECT_FALSE(has("model.2.cv1"));       // tied by the residual add...
-  EXPECT_FALSE(has("model.2.m.0.cv2"));   // ...to the bottleneck's output
-  EXPECT_TRUE(has("model.13.cv1"));       // head C3s have no shortcut
-  EXPECT_TRUE(has("model.13.m.0.cv2"));
-  EXPECT_TRUE(has("model.9.cv1"));        // SPPF
+  std::map<std::string, size_t> group;
+  for (const PrunableConv& p : convs) group[p.name] = p.group;
+  EXPECT_EQ(group.size(), convs.size());
+  EXPECT_EQ(group.count("model.0"), 1u);
+  EXPECT_EQ(group.count("model.9.cv1"), 1u);  // SPPF
+  // The residual adds tie a backbone C3's cv1 to every bottleneck's cv2...
+  EXPECT_EQ(group.at("model.4.cv1"), group.at("model.4.m.0.cv2"));
+  EXPECT_EQ(group.at("model.4.cv1"), group.at("model.4.m.1.cv2"));
+  // ...and nothing else: the bottlenecks' cv1, the C3's second branch and its output stand alone.
+  std::map<size_t, int> members;
+  for (const PrunableConv& p : convs) ++members[p.group];
+  for (const char* alone : {"model.0", "model.4.m.0.cv1", "model.4.cv2", "model.4.cv3", "model.13.cv1", "model.13.m.0.cv2"})
+    EXPECT_EQ(members[group.at(alone)], 1) << alone;  // head C3s have no shortcut
+  EXPECT_EQ(members[group.at("model.6.cv1")], 4);     // cv1 and three bottlenecks
   m->fuse();
   EXPECT_THROW(prunable_convs(*m), std::runtime_error);
 }
@@ -89,12 +102,17 @@ TEST(ChannelPrune, ConstantChannelsAreFoldedIntoConsumers) {
   PruneOptions o;
   o.ratio = 0.3;
   const PruneResult r = prune_channels(*m, o);
+  // A residual group lost channels: their constants sum through the adds.
+  EXPECT_LT(cut_named(r, "model.6.cv1").after, cut_named(r, "model.6.cv1").before);
+  EXPECT_EQ(cut_named(r, "model.6.m.2.cv2").after, cut_named(r, "model.6.cv1").after);
   torch::NoGradGuard no_grad;
   r.model->eval();
   const torch::Tensor x = torch::rand({1, 3, 256, 256});
   const torch::Tensor a = m->forward(x)[0], b = r.model->forward(x)[0];  // stride 8: 32 x 32 cells
   const torch::Tensor ai = a.slice(2, 12, 20).slice(3, 12, 20), bi = b.slice(2, 12, 20).slice(3, 12, 20);
-  EXPECT_TRUE(torch::allclose(ai, bi, 1e-3, 1e-3)) << (ai - bi).abs().max().item<double>();
+  // Tight: the outputs of a random network move little (a residual group's constants left unsummed
+  // moved them by 2e-4; folded right they differ by 5e-7).
+  EXPECT_TRUE(torch::allclose(ai, bi, 1e-4, 1e-5)) << (ai - bi).abs().max().item<double>();
 }
 
 // A layer whose |gamma| are all the smallest loses only its allowed share; the ratio is still met,
@@ -106,14 +124,19 @@ TEST(ChannelPrune, NoLayerLosesMoreThanItsShareAndTheRatioIsMet) {
   int64_t all = 0;
   {
     torch::NoGradGuard no_grad;
-    for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(0.5, 1.5), all += p.conv->bn->weight.numel();
-    convs[3].conv->bn->weight.uniform_(0.001, 0.01);
+    for (const PrunableConv& p : convs) {
+      p.conv->bn->weight.uniform_(0.5, 1.5), all += p.conv->bn->weight.numel();
+      if (p.name == "model.4.cv2") p.conv->bn->weight.uniform_(0.001, 0.01);
+    }
   }
   PruneOptions o;
   o.ratio = 0.3, o.min_channels = 1, o.multiple = 1, o.max_layer_cut = 0.5;
   const PruneResult r = prune_channels(*m, o);
-  EXPECT_EQ(r.cuts[3].after, r.cuts[3].before / 2) << r.cuts[3].name;
-  EXPECT_EQ(r.channels_before - r.channels_after, static_cast<int64_t>(0.3 * static_cast<double>(all)));
+  EXPECT_EQ(cut_named(r, "model.4.cv2").after, cut_named(r, "model.4.cv2").before / 2);
+  // The ratio is met; a residual group's channel goes from all its members at once (up to 4 here).
+  const auto target = static_cast<int64_t>(0.3 * static_cast<double>(all));
+  EXPECT_GE(r.channels_before - r.channels_after, target);
+  EXPECT_LT(r.channels_before - r.channels_after, target + 4);
   for (const LayerCut& c : r.cuts) EXPECT_GE(c.after, (c.before + 1) / 2) << c.name;
   EXPECT_GT(r.threshold, 0.5);  // the cut went on past the small layer
 }
