@@ -25,9 +25,9 @@ struct PrunableConv {
 };
 
 // The Conv blocks whose output channels may be removed, in layer order, with groups numbered from 0
-// in order of first appearance. Throws std::runtime_error
-// naming the layer for a model with layers pruning does not support (anything besides Conv, C3,
-// SPPF, Upsample, Concat and Detect) or a fused model (no BatchNorm to judge channels by).
+// in order of first appearance. Throws std::runtime_error naming the layer for a model with layers
+// pruning does not support (anything besides Conv, C3, SPPF, Upsample, Concat and Detect) or a fused
+// model (no BatchNorm to judge channels by).
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model);
 
 struct PruneOptions {
