@@ -38,6 +38,9 @@ void register_train(CLI::App& app) {
   cmd->add_option("--sparsity-target", o.sparsity_target,
                   "penalize only the channels `kestrel prune --ratio R` would remove (re-chosen each epoch)")
       ->check(CLI::Range(0.0, 0.95));
+  cmd->add_flag("--sparsity-by-cost", o.sparsity_by_cost, "...a prune that ranks channels by |gamma| per unit of cost (prune --by-cost)");
+  cmd->add_option("--sparsity-multiple", o.sparsity_multiple, "...a prune that rounds kept widths up to this multiple (prune --multiple)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--nproc-per-node", launch.nproc_per_node, "data parallel: processes to start on this machine (torchrun's flag)");
   cmd->add_option("--nnodes", launch.nnodes, "data parallel: machines in the job");
   cmd->add_option("--node-rank", launch.node_rank, "data parallel: this machine's index, 0 for the one at --master-addr");

@@ -138,16 +138,19 @@ void cut_model(DetectionModelImpl& m, const KeepMap& keep) {
   }
 }
 
-// Each group's |gamma| per channel (the largest over its members) and its member count.
+// Each group's |gamma| per channel (the largest over its members), its member count and the summed
+// cost of one of its channels.
 struct GroupGammas {
   std::vector<torch::Tensor> gamma;  // double, on the CPU
   std::vector<int64_t> members;
+  std::vector<double> cost;
 };
 
 GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
   GroupGammas g;
   for (const PrunableConv& p : convs) {
-    if (p.group >= g.gamma.size()) g.gamma.resize(p.group + 1), g.members.resize(p.group + 1, 0);
+    if (p.group >= g.gamma.size())
+      g.gamma.resize(p.group + 1), g.members.resize(p.group + 1, 0), g.cost.resize(p.group + 1, 0.0);
     const torch::Tensor a = p.conv->bn->weight.detach().abs().cpu().to(torch::kDouble);
     torch::Tensor& s = g.gamma[p.group];
     if (s.defined() && s.numel() != a.numel())
@@ -155,6 +158,7 @@ GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
                                std::to_string(s.numel()));
     s = s.defined() ? torch::maximum(s, a) : a;
     ++g.members[p.group];
+    g.cost[p.group] += p.channel_cost;
   }
   return g;
 }
@@ -165,8 +169,14 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
   if (model.fused()) throw std::runtime_error("prune: the model is fused (no BatchNorm left to judge channels by)");
   std::vector<PrunableConv> out;
   size_t groups = 0;
+  // Each layer's output stride (input pixels per output pixel along a side); the convolutions
+  // inside a C3 or SPPF work at their layer's input stride.
+  std::vector<double> stride_of;
+  double stride = 1;
   auto add = [&](const std::string& name, ConvImpl* c, size_t group) {
-    out.push_back({name, c, group});
+    const torch::Tensor& w = c->conv->weight;
+    const double pixels = 1.0 / (stride * stride);
+    out.push_back({name, c, group, pixels * (static_cast<double>(w.size(1) * w.size(2) * w.size(3)) + kElementwiseCost)});
     groups = std::max(groups, group + 1);
   };
   for (size_t i = 0; i + 1 < model.num_layers(); ++i) {
@@ -175,7 +185,13 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
     if (!layer_kind(*layer))
       throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, SPPF, "
                                "Upsample, Concat and Detect are)");
-    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) add(name, c, groups);
+    const int64_t source = model.spec().layers[i].sources.front();
+    stride = source < 0 || static_cast<size_t>(source) + 1 == i ? (i == 0 ? 1.0 : stride_of[i - 1]) : stride_of[source];
+    if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) {
+      stride *= static_cast<double>(c->conv->options.stride()->at(0));
+      add(name, c, groups);
+    }
+    if (auto* u = dynamic_cast<UpsampleImpl*>(layer.get())) stride /= u->scale();
     if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
       const size_t chain = groups;  // cv1 and, through the adds, every bottleneck's cv2
       add(name + ".cv1", c3->cv1.get(), chain);
@@ -192,6 +208,7 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
       add(name + ".cv1", s->cv1.get(), groups);
       add(name + ".cv2", s->cv2.get(), groups);
     }
+    stride_of.push_back(stride);
   }
   return out;
 }
@@ -209,17 +226,20 @@ ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const Prun
     channels += c * groups.members[l];
   }
   const torch::Tensor all = torch::cat(groups.gamma).contiguous();
-  const torch::Tensor order = std::get<1>(all.sort(/*stable=*/true, 0, false)).contiguous();
+  std::vector<torch::Tensor> rank_keys;
+  for (size_t l = 0; l < n; ++l) rank_keys.push_back(o.by_cost ? groups.gamma[l] / groups.cost[l] : groups.gamma[l]);
+  const torch::Tensor order = std::get<1>(torch::cat(rank_keys).sort(/*stable=*/true, 0, false)).contiguous();
   const double* g = all.data_ptr<double>();
   const int64_t* idx = order.data_ptr<int64_t>();
-  // The smallest |gamma| go first, a group's only while it has more than its floor.
+  // The smallest |gamma| (by_cost: per unit of cost) go first, a group's only while it has more
+  // than its floor.
   const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(channels));
   ChannelChoice choice;
   for (int64_t i = 0, cut = 0; i < all.numel() && cut < target; ++i) {
     const int64_t l = group_of[idx[i]];
     if (removed[l] == removable[l]) continue;
     ++removed[l], cut += groups.members[l];
-    choice.threshold = g[idx[i]];
+    choice.threshold = std::max(choice.threshold, g[idx[i]]);
   }
   std::vector<torch::Tensor> keep;
   for (size_t l = 0; l < n; ++l) {

@@ -16,6 +16,7 @@
 #include "model/weights.h"
 #include "report/run_dir.h"
 #include "train/amp_choice.h"
+#include "train/sparsity.h"
 #include "val/batch_tensors.h"
 #include "val/validator.h"
 
@@ -130,27 +131,31 @@ std::string save_pruned(const PruneRunOptions& o, const DetectionModelImpl& mode
   return path;
 }
 
+// The command-line flags of a prune, as a user would type them.
+std::string prune_flags(const PruneOptions& p) {
+  char text[160];
+  std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d%s", p.ratio,
+                p.min_channels, p.max_layer_cut, p.multiple, p.by_cost ? " --by-cost" : "");
+  return text;
+}
+
 // A sparsity run with --sparsity-target drove the channels of one particular prune to |gamma| ~ 0: a
-// prune at a larger ratio, or with other floors than the defaults that run chose with, cuts channels
-// it kept alive (and costs accuracy the fine-tune must win back). Said before cutting, not refused.
+// prune at a larger ratio, or with another ranking or other floors than that run chose with, cuts
+// channels it kept alive (and costs accuracy the fine-tune must win back). Said before cutting, not
+// refused.
 void warn_if_not_the_sparsity_target(const PruneRunOptions& o) {
   if (!is_kestrel_checkpoint(o.weights)) return;
   const nlohmann::json opt = load_checkpoint(o.weights, nullptr, nullptr, nullptr).train_options;
-  const double target = opt.is_object() ? opt.value("sparsity_target", 0.0) : 0.0;
-  if (target <= 0) return;
-  const PruneOptions defaults;
-  const bool same_floors = o.prune.min_channels == defaults.min_channels &&
-                           o.prune.max_layer_cut == defaults.max_layer_cut && o.prune.multiple == defaults.multiple;
-  if (o.prune.ratio <= target + 1e-9 && same_floors) return;
-  auto flags = [](double ratio, const PruneOptions& p) {
-    char text[160];
-    std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d", ratio,
-                  p.min_channels, p.max_layer_cut, p.multiple);
-    return std::string(text);
-  };
+  if (!opt.is_object()) return;
+  const PruneOptions target = sparsity_target_of(opt.get<TrainOptions>());
+  if (target.ratio <= 0) return;
+  const PruneOptions& p = o.prune;
+  const bool same_choice = p.min_channels == target.min_channels && p.max_layer_cut == target.max_layer_cut &&
+                           p.multiple == target.multiple && p.by_cost == target.by_cost;
+  if (p.ratio <= target.ratio + 1e-9 && same_choice) return;
   std::printf("WARNING: %s was sparsity-trained for the prune `%s`; this one (`%s`) also cuts channels that run "
               "kept, so expect a larger loss of accuracy before fine-tuning\n",
-              o.weights.c_str(), flags(target, defaults).c_str(), flags(o.prune.ratio, o.prune).c_str());
+              o.weights.c_str(), prune_flags(target).c_str(), prune_flags(p).c_str());
 }
 
 }  // namespace
@@ -180,11 +185,11 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   if (validator) recalibrate(*s.pruned.model, dc, o, device);
   s.after = measure(*s.pruned.model, o, device, validator.get());
   measure_speed(*model, *s.pruned.model, o, device, p, s.before, s.after);
-  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; |gamma| threshold %.4g; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
+  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; %slargest |gamma| removed %.4g; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
               static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),
               static_cast<long long>(s.pruned.channels_before),
               100.0 * (s.pruned.channels_before - s.pruned.channels_after) / std::max<int64_t>(1, s.pruned.channels_before),
-              s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
+              o.prune.by_cost ? "ranked by |gamma| per unit of cost, " : "", s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
   print_cuts(s.pruned.cuts);
   print_figures("before:", s.before, precision_name(p));
   print_figures("after:", s.after, precision_name(p));

@@ -14,16 +14,20 @@ constexpr double kLogLo = -4.0, kLogHi = 1.0, kBinWidth = 0.2;
 constexpr int kBins = static_cast<int>((kLogHi - kLogLo) / kBinWidth + 0.5);
 }  // namespace
 
-SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, double target)
+PruneOptions sparsity_target_of(const TrainOptions& o) {
+  PruneOptions p;
+  p.ratio = o.sparsity_target, p.by_cost = o.sparsity_by_cost, p.multiple = o.sparsity_multiple;
+  return p;
+}
+
+SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, const PruneOptions& target)
     : convs_(prunable_convs(model)), target_(target), strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {
   for (const PrunableConv& p : convs_) gammas_.push_back(p.conv->bn->weight);
 }
 
 double SparsityTraining::start_epoch() {
-  if (target_ <= 0) return 1.0;
-  PruneOptions o;
-  o.ratio = target_;
-  const ChannelChoice choice = choose_channels(convs_, o);
+  if (target_.ratio <= 0) return 1.0;
+  const ChannelChoice choice = choose_channels(convs_, target_);
   masks_.clear();
   int64_t penalized = 0, all = 0;
   for (size_t i = 0; i < gammas_.size(); ++i) {
@@ -100,9 +104,11 @@ void SparsityTraining::write_plot(const std::string& path) const {
   if (histograms_.empty()) return;
   LineChart c;
   c.title = "BatchNorm |gamma| of the prunable channels during sparsity training";
-  c.x_label = "|gamma| (log scale)";
+  c.x_label = "|gamma| (log scale; the leftmost point also counts every |gamma| below 1e-4)";
   c.y_label = "% of channels per 0.2 decade";
   c.log_x = true;
+  c.x_range = {std::pow(10.0, kLogLo), std::pow(10.0, kLogHi)};
+  c.legend_outside = true, c.width = 670;  // 900 px in all; inside, the legend hid the tallest peak
   const size_t n = histograms_.size();
   std::vector<size_t> shown = {0};  // first, quarters, last
   for (size_t q = 1; q <= 4; ++q) {
@@ -116,6 +122,11 @@ void SparsityTraining::write_plot(const std::string& path) const {
       s.points.emplace_back(std::pow(10.0, kLogLo + (b + 0.5) * kBinWidth), histograms_[i].second[b]);
     c.series.push_back(std::move(s));
   }
+  // The y axis up to a round height, so that its ticks (quarters) are round numbers too.
+  double top = 0;
+  for (size_t i : shown) top = std::max(top, *std::max_element(histograms_[i].second.begin(), histograms_[i].second.end()));
+  const double tops[] = {4, 8, 20, 40, 60, 80, 100};
+  c.y_range = {0.0, *std::find_if(std::begin(tops), std::end(tops) - 1, [&](double t) { return t >= top; })};
   write_line_chart(c, path);
 }
 

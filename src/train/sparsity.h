@@ -22,8 +22,13 @@
 #include "model/channel_prune.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
+#include "train/train_options.h"
 
 namespace kestrel {
+
+// The prune a run's --sparsity-target, --sparsity-by-cost and --sparsity-multiple describe (ratio 0
+// without a target); the other floors are prune's defaults.
+PruneOptions sparsity_target_of(const TrainOptions& o);
 
 class SparsityTraining {
  public:
@@ -32,7 +37,10 @@ class SparsityTraining {
   static constexpr int kCalibrationBatches = 8;
 
   SparsityTraining() = default;
-  SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, double target = 0);
+  // target: the prune whose channels to penalize (--sparsity-target and its options); ratio 0: all.
+  SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, const PruneOptions& target);
+  SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs)  // every channel
+      : SparsityTraining(model, strength, decay, epochs, sparsity_target_of(TrainOptions{})) {}
   bool enabled() const { return strength_ > 0; }
 
   // With a target: chooses the channels to penalize from the current |gamma|. Returns their share.
@@ -57,7 +65,7 @@ class SparsityTraining {
   std::vector<PrunableConv> convs_;
   std::vector<torch::Tensor> gammas_;
   std::vector<torch::Tensor> masks_;  // with a target: 1 for a penalized channel, else 0
-  double target_ = 0;
+  PruneOptions target_;
   double strength_ = 0;
   bool decay_ = false;
   int epochs_ = 1;

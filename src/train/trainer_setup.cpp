@@ -348,9 +348,12 @@ void Trainer::prepare_optimization() {
   // early and keep a best.pt from before the penalty took hold.
   stopper_ = EarlyStopping(opt_.sparsity > 0 ? 0 : opt_.patience);
   if (opt_.sparsity > 0) {
-    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, opt_.sparsity_target);
+    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, sparsity_target_of(opt_));
     std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
-              << (opt_.sparsity_target > 0 ? " a prune at ratio " + shortest_decimal(opt_.sparsity_target) + " would remove (chosen each epoch)" : "")
+              << (opt_.sparsity_target > 0 ? " a prune at ratio " + shortest_decimal(opt_.sparsity_target) +
+                                                 (opt_.sparsity_by_cost ? " (by |gamma| per unit of cost)" : "") +
+                                                 " would remove (chosen each epoch)"
+                                           : "")
               << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";
   }
   mloss_ = torch::zeros({3});

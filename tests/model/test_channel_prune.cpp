@@ -66,6 +66,16 @@ TEST(ChannelPrune, PrunableConvsRespectResiduals) {
   for (const char* alone : {"model.0", "model.4.m.0.cv1", "model.4.cv2", "model.4.cv3", "model.13.cv1", "model.13.m.0.cv2"})
     EXPECT_EQ(members[group.at(alone)], 1) << alone;  // head C3s have no shortcut
   EXPECT_EQ(members[group.at("model.6.cv1")], 4);     // cv1 and three bottlenecks
+  // A channel's cost: (input channels x kernel area + kElementwiseCost) / stride^2, the stride
+  // followed through the strided Convs, the Upsamples and the Concats.
+  std::map<std::string, double> cost;
+  for (const PrunableConv& p : convs) cost[p.name] = p.channel_cost;
+  EXPECT_DOUBLE_EQ(cost.at("model.0"), (3 * 36 + kElementwiseCost) / 4);         // 6x6, stride 2
+  EXPECT_DOUBLE_EQ(cost.at("model.2.m.0.cv2"), (16 * 9 + kElementwiseCost) / 16);  // inside a C3 at stride 4
+  EXPECT_DOUBLE_EQ(cost.at("model.9.cv2"), (512 + kElementwiseCost) / 1024);      // SPPF's 4 x 128 at stride 32
+  EXPECT_DOUBLE_EQ(cost.at("model.13.cv1"), (256 + kElementwiseCost) / 256);      // upsampled to 16, concat of 2 x 128
+  EXPECT_DOUBLE_EQ(cost.at("model.17.cv3"), (64 + kElementwiseCost) / 64);        // back at stride 8
+  EXPECT_DOUBLE_EQ(cost.at("model.18"), (64 * 9 + kElementwiseCost) / 256);        // a stride-2 3x3 down to 16
   m->fuse();
   EXPECT_THROW(prunable_convs(*m), std::runtime_error);
 }
@@ -139,6 +149,33 @@ TEST(ChannelPrune, NoLayerLosesMoreThanItsShareAndTheRatioIsMet) {
   EXPECT_LT(r.channels_before - r.channels_after, target + 4);
   for (const LayerCut& c : r.cuts) EXPECT_GE(c.after, (c.before + 1) / 2) << c.name;
   EXPECT_GT(r.threshold, 0.5);  // the cut went on past the small layer
+}
+
+// With |gamma| nearly equal, a prune by cost takes the costliest channels: no group keeps a channel it
+// could lose while a cheaper one loses any. By |gamma| alone the same prune takes the smallest.
+TEST(ChannelPrune, ByCostTakesTheCostliestChannelsFirst) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  {
+    torch::NoGradGuard no_grad;
+    for (const PrunableConv& p : convs) p.conv->bn->weight.fill_(p.name == "model.23.cv3" ? 0.9 : 1.0);
+  }
+  PruneOptions o;
+  o.ratio = 0.1, o.min_channels = 1, o.multiple = 1, o.max_layer_cut = 0.5, o.by_cost = true;
+  const PruneResult r = prune_channels(*m, o);
+  std::map<size_t, double> group_cost;
+  for (const PrunableConv& p : convs) group_cost[p.group] += p.channel_cost;
+  double cheapest_cut = 1e30, costliest_whole = 0;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const double c = group_cost[convs[i].group];
+    if (r.cuts[i].after < r.cuts[i].before) cheapest_cut = std::min(cheapest_cut, c);
+    if (r.cuts[i].after == r.cuts[i].before) costliest_whole = std::max(costliest_whole, c);
+  }
+  EXPECT_GE(cheapest_cut, costliest_whole);  // equal where the cut stopped among groups of one cost
+  EXPECT_EQ(cut_named(r, "model.0").after, 8);         // the stem: 91 per channel, the costliest
+  EXPECT_EQ(cut_named(r, "model.23.cv3").after, 256);  // stride 32: 0.5 per channel
+  o.by_cost = false;
+  EXPECT_EQ(cut_named(prune_channels(*m, o), "model.23.cv3").after, 128);  // its |gamma| are the smallest
 }
 
 TEST(ChannelPrune, ChannelListsHoldAndRoundUp) {

@@ -34,7 +34,10 @@ TEST(Sparsity, PenaltyIsStrengthTimesSignOnPrunableGammasOnly) {
   EXPECT_DOUBLE_EQ(SparsityTraining(*m, 1e-3, true, 10).strength_at(10), 1e-4);
 }
 
-TEST(Sparsity, TargetPenalizesOnlyTheChannelsThePruneWouldRemove) {
+// The target is the prune the run's flags describe, ranked by |gamma| or by |gamma| per unit of cost.
+class SparsityTarget : public testing::TestWithParam<bool> {};
+
+TEST_P(SparsityTarget, PenalizesOnlyTheChannelsThePruneWouldRemove) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
@@ -43,11 +46,15 @@ TEST(Sparsity, TargetPenalizesOnlyTheChannelsThePruneWouldRemove) {
     torch::NoGradGuard no_grad;
     for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(-1, 1);
   }
-  SparsityTraining s(*m, 1e-3, /*decay=*/false, 10, /*target=*/0.3);
+  TrainOptions flags;
+  flags.sparsity_target = 0.3, flags.sparsity_by_cost = GetParam(), flags.sparsity_multiple = 16;
+  const PruneOptions o = sparsity_target_of(flags);
+  EXPECT_EQ(o.ratio, 0.3);
+  EXPECT_EQ(o.by_cost, GetParam());
+  EXPECT_EQ(o.multiple, 16);
+  SparsityTraining s(*m, 1e-3, /*decay=*/false, 10, o);
   const double share = s.start_epoch();
   s.add_penalty(0, 1.0);
-  PruneOptions o;
-  o.ratio = 0.3;
   const PruneResult pruned = prune_channels(*m, o);
   int64_t penalized = 0, all = 0;
   for (size_t i = 0; i < convs.size(); ++i) {
@@ -67,6 +74,9 @@ TEST(Sparsity, TargetPenalizesOnlyTheChannelsThePruneWouldRemove) {
   EXPECT_DOUBLE_EQ(share, static_cast<double>(penalized) / all);
   EXPECT_EQ(penalized, pruned.channels_before - pruned.channels_after);
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranking, SparsityTarget, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "ByCost" : "ByGamma"; });
 
 TEST(Sparsity, RecordsTheGammaDistribution) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
