@@ -18,8 +18,10 @@ void register_prune(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--multiple", o.prune.multiple, "kept channel counts rounded up to a multiple of this")
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--by-cost", o.prune.by_cost,
-                "rank channels by |gamma| per unit of compute (a channel at stride 4 costs 16x one at stride 16)");
+  cmd->add_option("--cost-weight", o.prune.cost_weight,
+                  "rank channels by |gamma| / cost^A: 0 by |gamma| alone, 1 by |gamma| per unit of compute "
+                  "(a channel at stride 4 costs 16x one at stride 16)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--data", o.data, "data.yaml: mAP before and after");
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size of validation and the timed steps");
   cmd->add_option("--batch-size,--batch", o.batch_size, "batch of the timed training steps");

@@ -38,7 +38,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--sparsity-target", o.sparsity_target,
                   "penalize only the channels `kestrel prune --ratio R` would remove (re-chosen each epoch)")
       ->check(CLI::Range(0.0, 0.95));
-  cmd->add_flag("--sparsity-by-cost", o.sparsity_by_cost, "...a prune that ranks channels by |gamma| per unit of cost (prune --by-cost)");
+  cmd->add_option("--sparsity-cost-weight", o.sparsity_cost_weight, "...a prune that ranks channels by |gamma| / cost^A (prune --cost-weight)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--sparsity-multiple", o.sparsity_multiple, "...a prune that rounds kept widths up to this multiple (prune --multiple)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--nproc-per-node", launch.nproc_per_node, "data parallel: processes to start on this machine (torchrun's flag)");

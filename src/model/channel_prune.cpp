@@ -227,11 +227,11 @@ ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const Prun
   }
   const torch::Tensor all = torch::cat(groups.gamma).contiguous();
   std::vector<torch::Tensor> rank_keys;
-  for (size_t l = 0; l < n; ++l) rank_keys.push_back(o.by_cost ? groups.gamma[l] / groups.cost[l] : groups.gamma[l]);
+  for (size_t l = 0; l < n; ++l) rank_keys.push_back(groups.gamma[l] / std::pow(groups.cost[l], o.cost_weight));
   const torch::Tensor order = std::get<1>(torch::cat(rank_keys).sort(/*stable=*/true, 0, false)).contiguous();
   const double* g = all.data_ptr<double>();
   const int64_t* idx = order.data_ptr<int64_t>();
-  // The smallest |gamma| (by_cost: per unit of cost) go first, a group's only while it has more
+  // The smallest |gamma| / cost^cost_weight go first, a group's only while it has more
   // than its floor.
   const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(channels));
   ChannelChoice choice;

@@ -29,10 +29,11 @@ struct PrunableConv {
 };
 
 // The BatchNorm and SiLU of one output pixel (forward and backward) cost a CPU training step about
-// as much as this many multiply-adds of its convolution: fitted to yolov5n's per-layer times at
-// 320 px, batch 16 (layers timed alone, 2 cores), where model.0 (0.07 G multiply-adds, 6.6 M
-// activations) took 42 ms and model.8 (0.47 G, 1.2 M) 19 ms.
-constexpr double kElementwiseCost = 256;
+// as much as 200 multiply-adds of its convolution: a least-squares fit of time = a x multiply-adds
+// + b x activations to yolov5n's 18 convolution layers, each timed alone (320 px, batch 16, 2
+// cores), gave b / a = 204, every layer within 15% of its time (model.0 at stride 2: 0.71 G
+// multiply-adds, 6.6 M activations, 46 ms; model.8 at stride 32: 0.47 G, 1.2 M, 19 ms).
+constexpr double kElementwiseCost = 200;
 
 // The Conv blocks whose output channels may be removed, in layer order, with groups numbered from 0
 // in order of first appearance. Throws std::runtime_error naming the layer for a model with layers
@@ -47,10 +48,11 @@ struct PruneOptions {
   // of a COCO-trained yolov5n) otherwise lost up to 7 in 8 and took most of the accuracy with them
   double max_layer_cut = 0.5;
   int multiple = 8;      // kept counts are rounded up to a multiple of this (vector-friendly widths)
-  // Rank channels by |gamma| per unit of cost (|gamma| / channel_cost of the group) instead of by
-  // |gamma| alone: the stride-2 and stride-4 layers of a small model keep their large |gamma| but
-  // take a third of its step, so a plain 30% cut of yolov5n left them whole and gained 1.27x.
-  bool by_cost = false;
+  // Channels are ranked by |gamma| / cost^cost_weight (cost: the group's channel_cost): 0 ranks by
+  // |gamma| alone (network slimming), 1 by |gamma| per unit of cost. The stride-2 to stride-8
+  // layers of a small model keep large |gamma| but take a third of its step, so a plain 30% cut of
+  // yolov5n leaves them whole and gains 1.27x.
+  double cost_weight = 0;
 };
 
 struct LayerCut {
@@ -69,7 +71,7 @@ struct PruneResult {
 PruneResult prune_channels(const DetectionModelImpl& model, const PruneOptions& options);
 
 // The channels prune_channels keeps of each conv (sorted int64 indices, in `convs` order): the
-// smallest |gamma| across the network (by_cost: the smallest |gamma| / cost) are removed until
+// smallest |gamma| / cost^cost_weight across the network are removed until
 // `ratio` of all are (a group's channel, by the largest |gamma| of its members and the sum of their
 // costs, counts once per member), skipping a group once it is down to its floor (min_channels,
 // 1 - max_layer_cut of its own); each group's count is then rounded up to `multiple`, keeping its

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "core/float_text.h"
 #include "data/index/dataset_config.h"
 #include "data/index/label_index.h"
 #include "data/loader/loader.h"
@@ -134,9 +135,9 @@ std::string save_pruned(const PruneRunOptions& o, const DetectionModelImpl& mode
 // The command-line flags of a prune, as a user would type them.
 std::string prune_flags(const PruneOptions& p) {
   char text[160];
-  std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d%s", p.ratio,
-                p.min_channels, p.max_layer_cut, p.multiple, p.by_cost ? " --by-cost" : "");
-  return text;
+  std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d", p.ratio,
+                p.min_channels, p.max_layer_cut, p.multiple);
+  return std::string(text) + (p.cost_weight > 0 ? " --cost-weight " + shortest_decimal(p.cost_weight) : "");
 }
 
 // A sparsity run with --sparsity-target drove the channels of one particular prune to |gamma| ~ 0: a
@@ -151,7 +152,7 @@ void warn_if_not_the_sparsity_target(const PruneRunOptions& o) {
   if (target.ratio <= 0) return;
   const PruneOptions& p = o.prune;
   const bool same_choice = p.min_channels == target.min_channels && p.max_layer_cut == target.max_layer_cut &&
-                           p.multiple == target.multiple && p.by_cost == target.by_cost;
+                           p.multiple == target.multiple && p.cost_weight == target.cost_weight;
   if (p.ratio <= target.ratio + 1e-9 && same_choice) return;
   std::printf("WARNING: %s was sparsity-trained for the prune `%s`; this one (`%s`) also cuts channels that run "
               "kept, so expect a larger loss of accuracy before fine-tuning\n",
@@ -185,11 +186,13 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   if (validator) recalibrate(*s.pruned.model, dc, o, device);
   s.after = measure(*s.pruned.model, o, device, validator.get());
   measure_speed(*model, *s.pruned.model, o, device, p, s.before, s.after);
+  const std::string ranking =
+      o.prune.cost_weight > 0 ? "ranked by |gamma| / cost^" + shortest_decimal(o.prune.cost_weight) + ", " : "";
   std::printf("Pruned %lld of %lld prunable channels (%.1f%%; %slargest |gamma| removed %.4g; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
               static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),
               static_cast<long long>(s.pruned.channels_before),
               100.0 * (s.pruned.channels_before - s.pruned.channels_after) / std::max<int64_t>(1, s.pruned.channels_before),
-              o.prune.by_cost ? "ranked by |gamma| per unit of cost, " : "", s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
+              ranking.c_str(), s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
   print_cuts(s.pruned.cuts);
   print_figures("before:", s.before, precision_name(p));
   print_figures("after:", s.after, precision_name(p));

@@ -16,7 +16,7 @@ constexpr int kBins = static_cast<int>((kLogHi - kLogLo) / kBinWidth + 0.5);
 
 PruneOptions sparsity_target_of(const TrainOptions& o) {
   PruneOptions p;
-  p.ratio = o.sparsity_target, p.by_cost = o.sparsity_by_cost, p.multiple = o.sparsity_multiple;
+  p.ratio = o.sparsity_target, p.cost_weight = o.sparsity_cost_weight, p.multiple = o.sparsity_multiple;
   return p;
 }
 

@@ -26,7 +26,7 @@
 
 namespace kestrel {
 
-// The prune a run's --sparsity-target, --sparsity-by-cost and --sparsity-multiple describe (ratio 0
+// The prune a run's --sparsity-target, --sparsity-cost-weight and --sparsity-multiple describe (ratio 0
 // without a target); the other floors are prune's defaults.
 PruneOptions sparsity_target_of(const TrainOptions& o);
 

@@ -51,8 +51,8 @@ struct TrainOptions {
   double sparsity = 0;          // BN-sparsity strength S (train/sparsity.h); 0 = off
   bool sparsity_decay = false;  // S falls linearly to S/10 over the run
   double sparsity_target = 0;   // > 0: only the channels a prune at this ratio would remove get S
-  bool sparsity_by_cost = false;  // ...that prune ranking by |gamma| per unit of cost (prune --by-cost)
-  int sparsity_multiple = 8;      // ...and rounding kept widths up to this multiple (prune --multiple)
+  double sparsity_cost_weight = 0;  // ...that prune ranking by |gamma| / cost^this (prune --cost-weight)
+  int sparsity_multiple = 8;         // ...and rounding kept widths up to this multiple (prune --multiple)
   bool sync_bn = false;         // data parallel: BatchNorm statistics over the global batch (dist/sync_batch_norm.h)
   double dist_timeout = 1800;   // data parallel: seconds a rank waits for the others before giving up
   int world_size = 1;           // processes the run trains on (recorded; --resume needs the same)

@@ -351,7 +351,7 @@ void Trainer::prepare_optimization() {
     sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, sparsity_target_of(opt_));
     std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
               << (opt_.sparsity_target > 0 ? " a prune at ratio " + shortest_decimal(opt_.sparsity_target) +
-                                                 (opt_.sparsity_by_cost ? " (by |gamma| per unit of cost)" : "") +
+                                                 (opt_.sparsity_cost_weight > 0 ? " (by |gamma| / cost^" + shortest_decimal(opt_.sparsity_cost_weight) + ")" : "") +
                                                  " would remove (chosen each epoch)"
                                            : "")
               << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";

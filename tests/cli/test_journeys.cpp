@@ -224,15 +224,15 @@ TEST_F(Journey, SparsityPruneFineTune) {
   EXPECT_TRUE(pruned.has("mAP@0.5:0.95")) << pruned.output;
   EXPECT_TRUE(pruned.has("speed-up: inference")) << pruned.output;
   EXPECT_FALSE(pruned.has("WARNING")) << pruned.output;  // the ratio the sparsity run aimed at
-  const CommandResult further = run_kestrel({"prune", "--weights", best("sparse"), "--ratio", "0.5", "--by-cost", "--img", "64",
+  const CommandResult further = run_kestrel({"prune", "--weights", best("sparse"), "--ratio", "0.5", "--cost-weight", "1", "--img", "64",
                                              "--batch", "4", "--amp", "off", "--project", runs() + "/prune", "--name", "p50",
                                              "--exist-ok"},
                                             root_);
   ASSERT_EQ(further.exit_code, 0) << further.output;
   EXPECT_TRUE(further.has("was sparsity-trained for the prune `--ratio 0.3 --min-channels 8 --max-layer-cut 0.5 --multiple 8`; "
-                          "this one (`--ratio 0.5 --min-channels 8 --max-layer-cut 0.5 --multiple 8 --by-cost`)"))
+                          "this one (`--ratio 0.5 --min-channels 8 --max-layer-cut 0.5 --multiple 8 --cost-weight 1`)"))
       << further.output;
-  EXPECT_TRUE(further.has("ranked by |gamma| per unit of cost")) << further.output;
+  EXPECT_TRUE(further.has("ranked by |gamma| / cost^1,")) << further.output;
   const std::string pt = runs() + "/prune/p/weights/pruned.pt";
   ASSERT_TRUE(fs::exists(pt)) << pruned.output;
 

@@ -153,7 +153,7 @@ TEST(ChannelPrune, NoLayerLosesMoreThanItsShareAndTheRatioIsMet) {
 
 // With |gamma| nearly equal, a prune by cost takes the costliest channels: no group keeps a channel it
 // could lose while a cheaper one loses any. By |gamma| alone the same prune takes the smallest.
-TEST(ChannelPrune, ByCostTakesTheCostliestChannelsFirst) {
+TEST(ChannelPrune, CostWeightOneTakesTheCostliestChannelsFirst) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
   {
@@ -161,7 +161,7 @@ TEST(ChannelPrune, ByCostTakesTheCostliestChannelsFirst) {
     for (const PrunableConv& p : convs) p.conv->bn->weight.fill_(p.name == "model.23.cv3" ? 0.9 : 1.0);
   }
   PruneOptions o;
-  o.ratio = 0.1, o.min_channels = 1, o.multiple = 1, o.max_layer_cut = 0.5, o.by_cost = true;
+  o.ratio = 0.1, o.min_channels = 1, o.multiple = 1, o.max_layer_cut = 0.5, o.cost_weight = 1;
   const PruneResult r = prune_channels(*m, o);
   std::map<size_t, double> group_cost;
   for (const PrunableConv& p : convs) group_cost[p.group] += p.channel_cost;
@@ -172,9 +172,9 @@ TEST(ChannelPrune, ByCostTakesTheCostliestChannelsFirst) {
     if (r.cuts[i].after == r.cuts[i].before) costliest_whole = std::max(costliest_whole, c);
   }
   EXPECT_GE(cheapest_cut, costliest_whole);  // equal where the cut stopped among groups of one cost
-  EXPECT_EQ(cut_named(r, "model.0").after, 8);         // the stem: 91 per channel, the costliest
-  EXPECT_EQ(cut_named(r, "model.23.cv3").after, 256);  // stride 32: 0.5 per channel
-  o.by_cost = false;
+  EXPECT_EQ(cut_named(r, "model.0").after, 8);         // the stem: 77 per channel, the costliest
+  EXPECT_EQ(cut_named(r, "model.23.cv3").after, 256);  // stride 32: 0.45 per channel
+  o.cost_weight = 0;
   EXPECT_EQ(cut_named(prune_channels(*m, o), "model.23.cv3").after, 128);  // its |gamma| are the smallest
 }
 

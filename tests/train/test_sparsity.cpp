@@ -34,8 +34,8 @@ TEST(Sparsity, PenaltyIsStrengthTimesSignOnPrunableGammasOnly) {
   EXPECT_DOUBLE_EQ(SparsityTraining(*m, 1e-3, true, 10).strength_at(10), 1e-4);
 }
 
-// The target is the prune the run's flags describe, ranked by |gamma| or by |gamma| per unit of cost.
-class SparsityTarget : public testing::TestWithParam<bool> {};
+// The target is the prune the run's flags describe, whatever its ranking.
+class SparsityTarget : public testing::TestWithParam<double> {};
 
 TEST_P(SparsityTarget, PenalizesOnlyTheChannelsThePruneWouldRemove) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
@@ -47,10 +47,10 @@ TEST_P(SparsityTarget, PenalizesOnlyTheChannelsThePruneWouldRemove) {
     for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(-1, 1);
   }
   TrainOptions flags;
-  flags.sparsity_target = 0.3, flags.sparsity_by_cost = GetParam(), flags.sparsity_multiple = 16;
+  flags.sparsity_target = 0.3, flags.sparsity_cost_weight = GetParam(), flags.sparsity_multiple = 16;
   const PruneOptions o = sparsity_target_of(flags);
   EXPECT_EQ(o.ratio, 0.3);
-  EXPECT_EQ(o.by_cost, GetParam());
+  EXPECT_EQ(o.cost_weight, GetParam());
   EXPECT_EQ(o.multiple, 16);
   SparsityTraining s(*m, 1e-3, /*decay=*/false, 10, o);
   const double share = s.start_epoch();
@@ -75,8 +75,8 @@ TEST_P(SparsityTarget, PenalizesOnlyTheChannelsThePruneWouldRemove) {
   EXPECT_EQ(penalized, pruned.channels_before - pruned.channels_after);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranking, SparsityTarget, testing::Values(false, true),
-                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "ByCost" : "ByGamma"; });
+INSTANTIATE_TEST_SUITE_P(CostWeight, SparsityTarget, testing::Values(0.0, 0.5, 1.0),
+                         [](const testing::TestParamInfo<double>& i) { return "Times" + std::to_string(static_cast<int>(i.param * 10)); });
 
 TEST(Sparsity, RecordsTheGammaDistribution) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
