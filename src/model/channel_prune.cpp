@@ -185,8 +185,8 @@ std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
     if (!layer_kind(*layer))
       throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, SPPF, "
                                "Upsample, Concat and Detect are)");
-    const int64_t source = model.spec().layers[i].sources.front();
-    stride = source < 0 || static_cast<size_t>(source) + 1 == i ? (i == 0 ? 1.0 : stride_of[i - 1]) : stride_of[source];
+    const int64_t source = model.spec().layers[i].sources.front();  // absolute; -1: the image
+    stride = source < 0 ? 1.0 : stride_of[source];
     if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) {
       stride *= static_cast<double>(c->conv->options.stride()->at(0));
       add(name, c, groups);

@@ -132,14 +132,6 @@ std::string save_pruned(const PruneRunOptions& o, const DetectionModelImpl& mode
   return path;
 }
 
-// The command-line flags of a prune, as a user would type them.
-std::string prune_flags(const PruneOptions& p) {
-  char text[160];
-  std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d", p.ratio,
-                p.min_channels, p.max_layer_cut, p.multiple);
-  return std::string(text) + (p.cost_weight > 0 ? " --cost-weight " + shortest_decimal(p.cost_weight) : "");
-}
-
 // A sparsity run with --sparsity-target drove the channels of one particular prune to |gamma| ~ 0: a
 // prune at a larger ratio, or with another ranking or other floors than that run chose with, cuts
 // channels it kept alive (and costs accuracy the fine-tune must win back). Said before cutting, not

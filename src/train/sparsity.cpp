@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "core/float_text.h"
 #include "report/line_chart.h"
 
 namespace kestrel {
@@ -18,6 +20,13 @@ PruneOptions sparsity_target_of(const TrainOptions& o) {
   PruneOptions p;
   p.ratio = o.sparsity_target, p.cost_weight = o.sparsity_cost_weight, p.multiple = o.sparsity_multiple;
   return p;
+}
+
+std::string prune_flags(const PruneOptions& p) {
+  char text[160];
+  std::snprintf(text, sizeof text, "--ratio %g --min-channels %d --max-layer-cut %g --multiple %d", p.ratio,
+                p.min_channels, p.max_layer_cut, p.multiple);
+  return std::string(text) + (p.cost_weight > 0 ? " --cost-weight " + shortest_decimal(p.cost_weight) : "");
 }
 
 SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, const PruneOptions& target)

@@ -29,6 +29,8 @@ namespace kestrel {
 // The prune a run's --sparsity-target, --sparsity-cost-weight and --sparsity-multiple describe (ratio 0
 // without a target); the other floors are prune's defaults.
 PruneOptions sparsity_target_of(const TrainOptions& o);
+// The `kestrel prune` flags of a prune, as a user would type them.
+std::string prune_flags(const PruneOptions& p);
 
 class SparsityTraining {
  public:

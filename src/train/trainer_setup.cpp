@@ -14,7 +14,6 @@
 #include "data/loader/worker_tuning.h"
 #include "dist/launch.h"
 #include "model/model_info.h"
-#include "core/float_text.h"
 #include "profile/doctor.h"
 #include "report/labels_plot.h"
 #include "report/progress_callback.h"
@@ -348,12 +347,10 @@ void Trainer::prepare_optimization() {
   // early and keep a best.pt from before the penalty took hold.
   stopper_ = EarlyStopping(opt_.sparsity > 0 ? 0 : opt_.patience);
   if (opt_.sparsity > 0) {
-    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, sparsity_target_of(opt_));
+    const PruneOptions target = sparsity_target_of(opt_);
+    sparsity_ = SparsityTraining(*model_, opt_.sparsity, opt_.sparsity_decay, opt_.epochs, target);
     std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
-              << (opt_.sparsity_target > 0 ? " a prune at ratio " + shortest_decimal(opt_.sparsity_target) +
-                                                 (opt_.sparsity_cost_weight > 0 ? " (by |gamma| / cost^" + shortest_decimal(opt_.sparsity_cost_weight) + ")" : "") +
-                                                 " would remove (chosen each epoch)"
-                                           : "")
+              << (target.ratio > 0 ? " `kestrel prune " + prune_flags(target) + "` would remove (chosen each epoch)" : "")
               << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";
   }
   mloss_ = torch::zeros({3});
