@@ -225,27 +225,27 @@ ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const Prun
     group_of.insert(group_of.end(), c, static_cast<int64_t>(l));
     channels += c * groups.members[l];
   }
-  const torch::Tensor all = torch::cat(groups.gamma).contiguous();
   std::vector<torch::Tensor> rank_keys;
   for (size_t l = 0; l < n; ++l) rank_keys.push_back(groups.gamma[l] / std::pow(groups.cost[l], o.cost_weight));
   const torch::Tensor order = std::get<1>(torch::cat(rank_keys).sort(/*stable=*/true, 0, false)).contiguous();
-  const double* g = all.data_ptr<double>();
   const int64_t* idx = order.data_ptr<int64_t>();
   // The smallest |gamma| / cost^cost_weight go first, a group's only while it has more
   // than its floor.
   const auto target = static_cast<int64_t>(o.ratio * static_cast<double>(channels));
   ChannelChoice choice;
-  for (int64_t i = 0, cut = 0; i < all.numel() && cut < target; ++i) {
+  for (int64_t i = 0, cut = 0; i < order.numel() && cut < target; ++i) {
     const int64_t l = group_of[idx[i]];
     if (removed[l] == removable[l]) continue;
     ++removed[l], cut += groups.members[l];
-    choice.threshold = std::max(choice.threshold, g[idx[i]]);
   }
+  // Rounding the kept counts up to the multiple gives back a group's largest ranked channels: the
+  // threshold is taken after it, from what goes.
   std::vector<torch::Tensor> keep;
   for (size_t l = 0; l < n; ++l) {
     const int64_t c = groups.gamma[l].numel();
     const int64_t k = std::min(c, (c - removed[l] + o.multiple - 1) / o.multiple * o.multiple);
     keep.push_back(std::get<0>(std::get<1>(groups.gamma[l].topk(k)).sort()));
+    if (k < c) choice.threshold = std::max(choice.threshold, std::get<0>(groups.gamma[l].kthvalue(c - k)).item<double>());
   }
   for (const PrunableConv& p : convs) choice.keep.push_back(keep[p.group]);
   return choice;

@@ -93,6 +93,18 @@ void print_figures(const char* label, const ModelFigures& f, const std::string& 
               precision.c_str());
 }
 
+// One line: how much went, how it was ranked, and the floors it respected.
+void print_cut_summary(const PruneResult& r, const PruneOptions& o) {
+  const int64_t cut = r.channels_before - r.channels_after;
+  const std::string ranking = o.cost_weight > 0 ? "ranked by |gamma| / cost^" + shortest_decimal(o.cost_weight) + ", " : "";
+  char largest[64] = "nothing removed";
+  if (r.threshold >= 0) std::snprintf(largest, sizeof largest, "largest |gamma| removed %.4g", r.threshold);
+  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; %s%s; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
+              static_cast<long long>(cut), static_cast<long long>(r.channels_before),
+              100.0 * static_cast<double>(cut) / static_cast<double>(std::max<int64_t>(1, r.channels_before)),
+              ranking.c_str(), largest, o.min_channels, 100 * o.max_layer_cut, o.multiple);
+}
+
 // Every prunable layer: its channels before and after, and its |gamma| (median, largest) to judge by.
 void print_cuts(const std::vector<LayerCut>& cuts) {
   std::printf("%-16s %8s %8s %12s %10s\n", "layer", "before", "after", "median|g|", "max|g|");
@@ -178,13 +190,7 @@ PruneRunSummary run_prune(const PruneRunOptions& o) {
   if (validator) recalibrate(*s.pruned.model, dc, o, device);
   s.after = measure(*s.pruned.model, o, device, validator.get());
   measure_speed(*model, *s.pruned.model, o, device, p, s.before, s.after);
-  const std::string ranking =
-      o.prune.cost_weight > 0 ? "ranked by |gamma| / cost^" + shortest_decimal(o.prune.cost_weight) + ", " : "";
-  std::printf("Pruned %lld of %lld prunable channels (%.1f%%; %slargest |gamma| removed %.4g; per layer at least %d kept, at most %.0f%% cut, multiples of %d)\n",
-              static_cast<long long>(s.pruned.channels_before - s.pruned.channels_after),
-              static_cast<long long>(s.pruned.channels_before),
-              100.0 * (s.pruned.channels_before - s.pruned.channels_after) / std::max<int64_t>(1, s.pruned.channels_before),
-              ranking.c_str(), s.pruned.threshold, o.prune.min_channels, 100 * o.prune.max_layer_cut, o.prune.multiple);
+  print_cut_summary(s.pruned, o.prune);
   print_cuts(s.pruned.cuts);
   print_figures("before:", s.before, precision_name(p));
   print_figures("after:", s.after, precision_name(p));

@@ -93,6 +93,33 @@ double SparsityTraining::share_below(double threshold) const {
   return all ? static_cast<double>(below) / all : 0;
 }
 
+std::string SparsityTraining::target_report(int epochs, int batches_per_epoch) const {
+  if (target_.ratio <= 0 || convs_.empty()) return "";
+  const ChannelChoice choice = choose_channels(convs_, target_);
+  int64_t removed = 0, below = 0;
+  double largest = 0;
+  for (size_t i = 0; i < gammas_.size(); ++i) {
+    torch::Tensor cut = torch::ones({gammas_[i].numel()}, torch::kBool);
+    cut.index_fill_(0, choice.keep[i], false);
+    const torch::Tensor g = gammas_[i].detach().abs().cpu().masked_select(cut);
+    removed += g.numel(), below += (g < kGammaThreshold).sum().item<int64_t>();
+    if (g.numel()) largest = std::max(largest, g.max().item<double>());
+  }
+  char text[512];
+  std::snprintf(text, sizeof text, "BN sparsity: %lld of the %lld channels `kestrel prune %s` removes have |gamma| < %g (largest %.3g)",
+                static_cast<long long>(below), static_cast<long long>(removed), prune_flags(target_).c_str(),
+                kGammaThreshold, largest);
+  std::string line = text;
+  if (below < kReachedShare * removed) {
+    std::snprintf(text, sizeof text, "; the rest still carry signal, so the prune will cost accuracy that the fine-tune "
+                  "must win back. The penalty moves a |gamma| at most lr x S / (1 - momentum) per optimizer step, and this "
+                  "run had %d epochs of %d batches: train more epochs or with a larger --sparsity",
+                  epochs, batches_per_epoch);
+    line += text;
+  }
+  return line;
+}
+
 void SparsityTraining::record_epoch(int epoch) {
   std::vector<double> bins(kBins, 0.0);
   int64_t all = 0;

@@ -37,6 +37,8 @@ class SparsityTraining {
   static constexpr double kGammaThreshold = 0.01;
   static constexpr const char* kCsvKey = "bn/gamma_below_0.01";
   static constexpr int kCalibrationBatches = 8;
+  // The share of the target's channels below kGammaThreshold that counts as driven to zero.
+  static constexpr double kReachedShare = 0.9;
 
   SparsityTraining() = default;
   // target: the prune whose channels to penalize (--sparsity-target and its options); ratio 0: all.
@@ -60,6 +62,10 @@ class SparsityTraining {
   int recalibrate(DetectionModelImpl& model, Precision precision, const torch::Device& device);
 
   double share_below(double threshold) const;  // of all prunable |gamma|
+  // With a target: how far the run has brought it, from the |gamma| now (what `kestrel prune` with the
+  // target's flags would remove); "" without one. A prune of channels the run did not drive below
+  // kGammaThreshold costs accuracy the fine-tune must win back, so the line then says what to change.
+  std::string target_report(int epochs, int batches_per_epoch) const;
   void record_epoch(int epoch);                // the histogram for the plot
   void write_plot(const std::string& path) const;
 

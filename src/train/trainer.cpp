@@ -349,6 +349,7 @@ TrainResult Trainer::finish() {
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";
   finish_plots();
   if (sparsity_.enabled() && !opt_.noplots) sparsity_.write_plot(run_.save_dir + "/gamma_hist.png");
+  if (const std::string report = sparsity_.target_report(opt_.epochs, nb_); !report.empty()) std::cout << report << "\n";
   write_run_report(run_.save_dir + "/report.json", result.timeline, sampler_.samples(), verdict,
                    !opt_.noplots ? run_.save_dir + "/timeline.png" : "");
   std::cout << "Results saved to " << run_.save_dir << "\n";

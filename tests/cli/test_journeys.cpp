@@ -210,6 +210,11 @@ TEST_F(Journey, SparsityPruneFineTune) {
       train(three, "sparse", {"--cfg", "yolov5n.yaml", "--sparsity", "0.01", "--sparsity-target", "0.3", "--epochs", "2"});
   ASSERT_EQ(sparse.exit_code, 0) << sparse.output;
   EXPECT_TRUE(sparse.has("BN sparsity: 0.01 x sign(gamma)")) << sparse.output;
+  // Two epochs cannot drive a fresh model's |gamma| (1) to 0: the run says so, and what to change.
+  EXPECT_TRUE(sparse.has("channels `kestrel prune --ratio 0.3 --min-channels 8 --max-layer-cut 0.5 --multiple 8` removes have "
+                         "|gamma| < 0.01")) << sparse.output;
+  EXPECT_TRUE(sparse.has("this run had 2 epochs of ")) << sparse.output;
+  EXPECT_TRUE(sparse.has("train more epochs or with a larger --sparsity")) << sparse.output;
   const std::vector<std::string> csv = read_lines(runs() + "/sparse/results.csv");
   ASSERT_EQ(csv.size(), 3u);
   EXPECT_NE(csv[0].find("bn/gamma_below_0.01"), std::string::npos) << csv[0];

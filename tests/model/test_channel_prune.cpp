@@ -151,6 +151,28 @@ TEST(ChannelPrune, NoLayerLosesMoreThanItsShareAndTheRatioIsMet) {
   EXPECT_GT(r.threshold, 0.5);  // the cut went on past the small layer
 }
 
+// The threshold is the largest |gamma| that goes: a cut that the rounding to --multiple gives back
+// removed nothing (the 16-wide stem keeps its 16 however small its |gamma|).
+TEST(ChannelPrune, ThresholdCountsOnlyTheChannelsThatGo) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  int64_t all = 0;
+  {
+    torch::NoGradGuard no_grad;
+    for (const PrunableConv& p : convs) p.conv->bn->weight.fill_(1.0), all += p.conv->bn->weight.numel();
+    convs[0].conv->bn->weight.copy_(torch::linspace(0.001, 0.016, 16));
+  }
+  PruneOptions o;
+  o.ratio = 8.5 / static_cast<double>(all), o.multiple = 16;  // 8 channels
+  const PruneResult r = prune_channels(*m, o);
+  EXPECT_EQ(r.channels_after, r.channels_before);
+  EXPECT_EQ(r.threshold, -1.0);
+  o.multiple = 4;
+  const PruneResult cut = prune_channels(*m, o);
+  EXPECT_EQ(cut_named(cut, "model.0").after, 8);
+  EXPECT_NEAR(cut.threshold, 0.008, 1e-6);  // the eighth smallest
+}
+
 // With |gamma| nearly equal, a prune by cost takes the costliest channels: no group keeps a channel it
 // could lose while a cheaper one loses any. By |gamma| alone the same prune takes the smallest.
 TEST(ChannelPrune, CostWeightOneTakesTheCostliestChannelsFirst) {

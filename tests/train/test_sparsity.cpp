@@ -78,6 +78,37 @@ TEST_P(SparsityTarget, PenalizesOnlyTheChannelsThePruneWouldRemove) {
 INSTANTIATE_TEST_SUITE_P(CostWeight, SparsityTarget, testing::Values(0.0, 0.5, 1.0),
                          [](const testing::TestParamInfo<double>& i) { return "Times" + std::to_string(static_cast<int>(i.param * 10)); });
 
+// The closing line counts the target's channels already at ~0, and asks for a longer or stronger run
+// while too many are not; a run without a target has no such line.
+TEST(Sparsity, ReportsHowFarTheTargetChannelsAreFromZero) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  torch::manual_seed(5);
+  torch::NoGradGuard no_grad;
+  for (const PrunableConv& p : convs) p.conv->bn->weight.uniform_(0.1, 1);
+  PruneOptions target;
+  target.ratio = 0.3;
+  EXPECT_EQ(SparsityTraining(*m, 1e-3, false, 10).target_report(10, 4), "");
+  SparsityTraining s(*m, 1e-3, false, 10, target);
+  const int64_t removed = prune_channels(*m, target).channels_before - prune_channels(*m, target).channels_after;
+  const std::string live = s.target_report(10, 4);
+  EXPECT_NE(live.find("BN sparsity: 0 of the " + std::to_string(removed) + " channels `kestrel prune " + prune_flags(target) + "`"),
+            std::string::npos) << live;
+  EXPECT_NE(live.find("this run had 10 epochs of 4 batches: train more epochs"), std::string::npos) << live;
+
+  const ChannelChoice choice = choose_channels(convs, target);
+  for (size_t i = 0; i < convs.size(); ++i) {
+    torch::Tensor cut = torch::ones({convs[i].conv->bn->weight.numel()}, torch::kBool);
+    cut.index_fill_(0, choice.keep[i], false);
+    convs[i].conv->bn->weight.masked_fill_(cut, 0.001);
+  }
+  const std::string reached = s.target_report(10, 4);
+  EXPECT_NE(reached.find(std::to_string(removed) + " of the " + std::to_string(removed) + " channels"), std::string::npos)
+      << reached;
+  EXPECT_NE(reached.find("(largest 0.001)"), std::string::npos) << reached;
+  EXPECT_EQ(reached.find("train more epochs"), std::string::npos) << reached;
+}
+
 TEST(Sparsity, RecordsTheGammaDistribution) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
