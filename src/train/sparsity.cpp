@@ -93,6 +93,42 @@ double SparsityTraining::share_below(double threshold) const {
   return all ? static_cast<double>(below) / all : 0;
 }
 
+double SparsityTraining::reach(TrainSchedule schedule, int epochs, int batches_per_epoch) const {
+  double total = 0;
+  for (int e = 0; e < epochs; ++e)
+    for (int i = 0; i < batches_per_epoch; ++i) {
+      const TrainSchedule::Step s = schedule.batch(e, i);
+      if (s.optimizer_step) total += strength_at(e) * s.lr[2] / (1.0 - s.momentum[2]);  // [2]: the BatchNorm weights
+    }
+  return total;
+}
+
+std::string SparsityTraining::reach_report(double reach) const {
+  if (target_.ratio <= 0 || convs_.empty()) return "";
+  const ChannelChoice choice = choose_channels(convs_, target_);
+  std::vector<torch::Tensor> removed;
+  for (size_t i = 0; i < gammas_.size(); ++i) {
+    torch::Tensor cut = torch::ones({gammas_[i].numel()}, torch::kBool);
+    cut.index_fill_(0, choice.keep[i], false);
+    removed.push_back(gammas_[i].detach().abs().cpu().to(torch::kDouble).masked_select(cut));
+  }
+  const torch::Tensor g = torch::cat(removed);
+  if (g.numel() == 0) return "";
+  const double beyond = (g > reach).to(torch::kDouble).mean().item<double>();
+  char text[512];
+  std::snprintf(text, sizeof text, "BN sparsity: this run can lower a |gamma| by %.3g at most (S x lr / (1 - momentum) "
+                "over its optimizer steps); %.0f%% of the channels the target removes have a larger |gamma| now",
+                reach, 100 * beyond);
+  std::string line = text;
+  if (beyond > 1 - kReachedShare) {
+    const double needed = torch::quantile(g, kReachedShare).item<double>();
+    std::snprintf(text, sizeof text, " and would stay live: train more epochs, or with --sparsity %.2g at the least to reach nine in ten",
+                  strength_ * needed / reach);
+    line += text;
+  }
+  return line;
+}
+
 std::string SparsityTraining::target_report(int epochs, int batches_per_epoch) const {
   if (target_.ratio <= 0 || convs_.empty()) return "";
   const ChannelChoice choice = choose_channels(convs_, target_);

@@ -352,6 +352,11 @@ void Trainer::prepare_optimization() {
     std::cout << "BN sparsity: " << opt_.sparsity << " x sign(gamma) on the prunable BatchNorm scales"
               << (target.ratio > 0 ? " `kestrel prune " + prune_flags(target) + "` would remove (chosen each epoch)" : "")
               << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";
+    // Before a fresh run only (a resumed one has its closing line), and for SGD, whose steps the
+    // reach describes: Adam's are normalized.
+    if (resume_ckpt_.empty() && parse_optimizer_kind(opt_.optimizer) == OptimizerKind::SGD)
+      if (const std::string r = sparsity_.reach_report(sparsity_.reach(*schedule_, opt_.epochs, nb_)); !r.empty())
+        std::cout << r << "\n";
   }
   mloss_ = torch::zeros({3});
   meta_.model_yaml = built_.model_yaml;

@@ -109,6 +109,37 @@ TEST(Sparsity, ReportsHowFarTheTargetChannelsAreFromZero) {
   EXPECT_EQ(reached.find("train more epochs"), std::string::npos) << reached;
 }
 
+// Past the warmup (3 epochs of 40 batches), an epoch of 40 SGD steps adds 40 x S x lr / (1 - momentum),
+// epoch e running at lr0 x lf(e - 1) (train.py's off-by-one).
+TEST(Sparsity, ReachSumsTheStepsOfTheSchedule) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  const Hyp hyp;
+  const TrainSchedule schedule(hyp, /*epochs=*/5, /*batch_size=*/64, /*nb=*/40, /*cos_lr=*/false, /*nbs=*/64);
+  SparsityTraining s(*m, 0.02, /*decay=*/false, 5);
+  const double last = s.reach(schedule, 5, 40) - s.reach(schedule, 4, 40);
+  EXPECT_NEAR(last, 40 * 0.02 * hyp.lr0 * schedule.lf(3) / (1 - hyp.momentum), 1e-9);
+  SparsityTraining decaying(*m, 0.02, /*decay=*/true, 5);
+  EXPECT_NEAR(decaying.reach(schedule, 5, 40) - decaying.reach(schedule, 4, 40), last * (1 - 0.9 * 4 / 5.0), 1e-9);
+  EXPECT_GT(s.reach(schedule, 4, 40), 0);  // warmup steps count too
+}
+
+// Before the run: the share of the target's channels beyond the reach, and the --sparsity that would
+// cover nine in ten of them when too many are.
+TEST(Sparsity, ReachReportNamesTheStrengthNeeded) {
+  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  PruneOptions target;
+  target.ratio = 0.3;
+  SparsityTraining s(*m, 0.01, false, 10, target);  // fresh BatchNorms: every |gamma| is 1
+  const std::string short_run = s.reach_report(0.5);
+  EXPECT_NE(short_run.find("by 0.5 at most"), std::string::npos) << short_run;
+  EXPECT_NE(short_run.find("100% of the channels the target removes have a larger |gamma|"), std::string::npos) << short_run;
+  EXPECT_NE(short_run.find("--sparsity 0.02 at the least"), std::string::npos) << short_run;
+  const std::string long_run = s.reach_report(2.0);
+  EXPECT_NE(long_run.find("0% of the channels"), std::string::npos) << long_run;
+  EXPECT_EQ(long_run.find("--sparsity"), std::string::npos) << long_run;
+  EXPECT_EQ(SparsityTraining(*m, 0.01, false, 10).reach_report(0.5), "");  // no target
+}
+
 TEST(Sparsity, RecordsTheGammaDistribution) {
   DetectionModel m(load_model_config("yolov5n.yaml"), 3);
   const std::vector<PrunableConv> convs = prunable_convs(*m);
