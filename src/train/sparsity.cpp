@@ -34,16 +34,30 @@ SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, b
   for (const PrunableConv& p : convs_) gammas_.push_back(p.conv->bn->weight);
 }
 
+std::vector<torch::Tensor> SparsityTraining::target_masks() const {
+  const ChannelChoice choice = choose_channels(convs_, target_);
+  std::vector<torch::Tensor> masks;
+  for (size_t i = 0; i < gammas_.size(); ++i)
+    masks.push_back(torch::ones({gammas_[i].numel()}, torch::kBool).index_fill_(0, choice.keep[i], false));
+  return masks;
+}
+
+torch::Tensor SparsityTraining::target_gammas() const {
+  const std::vector<torch::Tensor> masks = target_masks();
+  std::vector<torch::Tensor> removed;
+  for (size_t i = 0; i < gammas_.size(); ++i)
+    removed.push_back(gammas_[i].detach().abs().cpu().to(torch::kDouble).masked_select(masks[i]));
+  return torch::cat(removed);
+}
+
 double SparsityTraining::start_epoch() {
   if (target_.ratio <= 0) return 1.0;
-  const ChannelChoice choice = choose_channels(convs_, target_);
   masks_.clear();
   int64_t penalized = 0, all = 0;
-  for (size_t i = 0; i < gammas_.size(); ++i) {
-    torch::Tensor m = torch::ones({gammas_[i].numel()});
-    m.index_fill_(0, choice.keep[i], 0.0);
-    penalized += m.sum().item<int64_t>(), all += m.numel();
-    masks_.push_back(m.to(gammas_[i].options()));
+  const std::vector<torch::Tensor> masks = target_masks();
+  for (size_t i = 0; i < masks.size(); ++i) {
+    penalized += masks[i].sum().item<int64_t>(), all += masks[i].numel();
+    masks_.push_back(masks[i].to(gammas_[i].options()));  // 1 / 0 in the gradient's dtype and device
   }
   return static_cast<double>(penalized) / std::max<int64_t>(1, all);
 }
@@ -105,14 +119,7 @@ double SparsityTraining::reach(TrainSchedule schedule, int epochs, int batches_p
 
 std::string SparsityTraining::reach_report(double reach) const {
   if (target_.ratio <= 0 || convs_.empty()) return "";
-  const ChannelChoice choice = choose_channels(convs_, target_);
-  std::vector<torch::Tensor> removed;
-  for (size_t i = 0; i < gammas_.size(); ++i) {
-    torch::Tensor cut = torch::ones({gammas_[i].numel()}, torch::kBool);
-    cut.index_fill_(0, choice.keep[i], false);
-    removed.push_back(gammas_[i].detach().abs().cpu().to(torch::kDouble).masked_select(cut));
-  }
-  const torch::Tensor g = torch::cat(removed);
+  const torch::Tensor g = target_gammas();
   if (g.numel() == 0) return "";
   const double beyond = (g > reach).to(torch::kDouble).mean().item<double>();
   char text[512];
@@ -131,16 +138,9 @@ std::string SparsityTraining::reach_report(double reach) const {
 
 std::string SparsityTraining::target_report(int epochs, int batches_per_epoch) const {
   if (target_.ratio <= 0 || convs_.empty()) return "";
-  const ChannelChoice choice = choose_channels(convs_, target_);
-  int64_t removed = 0, below = 0;
-  double largest = 0;
-  for (size_t i = 0; i < gammas_.size(); ++i) {
-    torch::Tensor cut = torch::ones({gammas_[i].numel()}, torch::kBool);
-    cut.index_fill_(0, choice.keep[i], false);
-    const torch::Tensor g = gammas_[i].detach().abs().cpu().masked_select(cut);
-    removed += g.numel(), below += (g < kGammaThreshold).sum().item<int64_t>();
-    if (g.numel()) largest = std::max(largest, g.max().item<double>());
-  }
+  const torch::Tensor g = target_gammas();
+  const int64_t removed = g.numel(), below = (g < kGammaThreshold).sum().item<int64_t>();
+  const double largest = removed ? g.max().item<double>() : 0.0;
   char text[512];
   std::snprintf(text, sizeof text, "BN sparsity: %lld of the %lld channels `kestrel prune %s` removes have |gamma| < %g (largest %.3g)",
                 static_cast<long long>(below), static_cast<long long>(removed), prune_flags(target_).c_str(),

@@ -80,6 +80,11 @@ class SparsityTraining {
   void write_plot(const std::string& path) const;
 
  private:
+  // With a target: true for each channel the target prune removes, chosen from the |gamma| now; and
+  // those channels' |gamma|, as one float64 tensor on the CPU.
+  std::vector<torch::Tensor> target_masks() const;
+  torch::Tensor target_gammas() const;
+
   std::vector<PrunableConv> convs_;
   std::vector<torch::Tensor> gammas_;
   std::vector<torch::Tensor> masks_;  // with a target: 1 for a penalized channel, else 0
