@@ -148,8 +148,7 @@ std::string SparsityTraining::target_report(int epochs, int batches_per_epoch) c
   std::string line = text;
   if (below < kReachedShare * removed) {
     std::snprintf(text, sizeof text, "; the rest still carry signal, so the prune will cost accuracy that the fine-tune "
-                  "must win back. The penalty moves a |gamma| at most lr x S / (1 - momentum) per optimizer step, and this "
-                  "run had %d epochs of %d batches: train more epochs or with a larger --sparsity",
+                  "must win back, and this run had %d epochs of %d batches: train more epochs or with a larger --sparsity",
                   epochs, batches_per_epoch);
     line += text;
   }

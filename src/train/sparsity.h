@@ -69,7 +69,7 @@ class SparsityTraining {
   double reach(TrainSchedule schedule, int epochs, int batches_per_epoch) const;
   // With a target, said before the run: the share of the target's channels whose |gamma| lies beyond
   // `reach`, and when that is more than a tenth, the --sparsity that would reach nine in ten; ""
-  // without a target. (A run of 60 epochs on 64 images could move |gamma| by 0.39: its target's
+  // without a target. (A run of 60 epochs on 64 images could move |gamma| by 0.32: its target's
   // channels stayed live and the prune fell to mAP 0.001.)
   std::string reach_report(double reach) const;
   // With a target: how far the run has brought it, from the |gamma| now (what `kestrel prune` with the
