@@ -25,7 +25,7 @@ void register_bench_step(CLI::App& bench) {
   cmd->add_option("--amp", r.precisions, "precisions to time, in order: off (fp32), bf16, fp16 (CUDA)")->expected(1, -1);
   cmd->add_option("--steps", r.shape.steps, "timed steps per precision");
   cmd->add_option("--warmup", r.shape.warmup, "untimed steps first");
-  cmd->add_option("--device", r.device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_option("--device", r.device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
 }
 
 void register_bench_dp(CLI::App& bench) {

@@ -4,7 +4,8 @@
 #include <iostream>
 
 #include "commands.h"
-#include "dist/process_group.h"
+#include "device/device.h"
+#include "distributed/process_group.h"
 #include "profile/doctor.h"
 #include "profile/doctor_dist.h"
 
@@ -16,7 +17,8 @@ void register_doctor(CLI::App& app) {
   auto* cmd = add_command(app, "doctor", "Check the machine: cores, memory, disk, BLAS, threads, GPUs, drivers", [] {
     torch::ones({8, 8}).mm(torch::ones({8, 8}));  // loads BLAS so the check sees which one
     TorchFacts t;
-    t.version = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH);
+    const BuildVersions built = build_versions();
+    t.version = built.libtorch, t.cuda = built.cuda, t.cudnn = built.cudnn;
     t.intra_op_threads = torch::get_num_threads();
     t.cuda_available = torch::cuda::is_available();
     t.cuda_devices = t.cuda_available ? static_cast<int>(torch::cuda::device_count()) : 0;

@@ -26,7 +26,7 @@ void register_prune(CLI::App& app) {
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size of validation and the timed steps");
   cmd->add_option("--batch-size,--batch", o.batch_size, "batch of the timed training steps");
   add_amp_flag(cmd, o.amp, "precision of the timed steps: auto, bf16, fp16 or off");
-  cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_option("--device", o.device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
   cmd->add_option("--workers", o.workers, "loader threads of the validation");
   add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);
 }

@@ -1,6 +1,6 @@
 // kestrel train: YOLOv5 train.py's flags -> TrainOptions -> train().
 #include "commands.h"
-#include "dist/launch.h"
+#include "distributed/launch.h"
 #include "flags.h"
 #include "train/trainer.h"
 

@@ -6,7 +6,7 @@ namespace kestrel::cli {
 void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device) {
   cmd->add_option("--weights", weights, "YOLOv5 .pt or Kestrel checkpoint")->required();
   cmd->add_option("--cfg", cfg, "model yaml when the weights carry none");
-  cmd->add_option("--device", device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_option("--device", device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
 }
 
 void add_inference_flags(CLI::App* cmd, double& conf_thres, double& iou_thres, int& max_det, bool& half) {
@@ -43,7 +43,8 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
                   "under 1/8 of the free memory")
       ->expected(0, 1)
       ->default_str("ram");
-  cmd->add_option("--device", o.device, "cpu, or cuda device: 0 or cuda:0");
+  cmd->add_option("--device", o.device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
+  cmd->add_flag("--fast", o.fast, "GPU: cuDNN autotuning and non-deterministic kernels (faster; runs no longer repeat bit for bit)");
   cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
   cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");
   cmd->add_option("--optimizer", o.optimizer, "SGD, Adam or AdamW")->check(CLI::IsMember({"SGD", "Adam", "AdamW"}));

@@ -3,6 +3,7 @@
 // label array, and wrapping those in tensors is the trainer's business.
 #pragma once
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <vector>
 
@@ -29,12 +30,15 @@ struct LetterboxInfo {
   double pad_w = 0, pad_h = 0;      // half-padding (dw, dh), YOLOv5's `pad`
 };
 
-// A batch as the loader hands it over. `pixels` is n*3*h*w uint8 in RGB NCHW order.
+// A batch as the loader hands it over. `pixels` is n*3*h*w uint8 in RGB NCHW order, from the memory
+// resource the consumer chose (pinned host memory when the batch goes to a GPU; the heap by default).
 // `labels` holds n_labels rows of 6 floats: index of the image in the batch, class,
 // x, y, w, h normalized to the batch image size (YOLOv5's collate_fn layout).
 struct Batch {
+  Batch() = default;
+  explicit Batch(std::pmr::memory_resource* pixel_memory) : pixels(pixel_memory) {}
   int n = 0, h = 0, w = 0;
-  std::vector<uint8_t> pixels;
+  std::pmr::vector<uint8_t> pixels;
   std::vector<float> labels;
   std::vector<std::string> paths;
   std::vector<LetterboxInfo> shapes;  // filled for validation (letterboxed) batches

@@ -87,7 +87,7 @@ class GraphEmitter {
 
   std::string conv2d(const torch::nn::Conv2dImpl& c, const std::string& x, const std::string& scope) {
     const auto& o = c.options;
-    const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+    const auto* pad = std::get_if<torch::ExpandingArray<2>>(&o.padding());
     if (!pad) throw std::invalid_argument("ONNX export: " + scope + " uses 'same'/'valid' padding");
     std::vector<std::string> inputs{x, g_.add_floats(scope + ".weight", dims_of(c.weight), floats_of(c.weight))};
     if (c.bias.defined()) inputs.push_back(g_.add_floats(scope + ".bias", dims_of(c.bias), floats_of(c.bias)));

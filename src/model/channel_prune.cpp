@@ -281,7 +281,7 @@ void recalibrate_batchnorm(DetectionModelImpl& model, const std::function<torch:
   torch::NoGradGuard no_grad;
   for (auto* bn : bns) {
     bn->reset_running_stats();
-    bn->options.momentum(c10::nullopt);  // cumulative average
+    bn->options.momentum(std::nullopt);  // cumulative average
   }
   const bool was_training = model.is_training();
   model.train();

@@ -197,8 +197,9 @@ std::shared_ptr<DetectionModelImpl> DetectionModelImpl::copy() const {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng_state);
   }
-  const torch::Tensor& like = detect_->convs.front()->weight;
-  out->to(like.device(), like.scalar_type());
+  // Weights are fp32 in every mode (autocast casts per op): the copy moves, never casts. Module::to
+  // with a dtype would turn BatchNorm's int64 num_batches_tracked into a float in LibTorch 2.x.
+  out->to(detect_->convs.front()->weight.device());
   torch::NoGradGuard no_grad;
   const StateDict mine = state();
   const StateDict theirs = out->state();

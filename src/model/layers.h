@@ -17,7 +17,7 @@ class LayerImpl : public torch::nn::Module {
   virtual torch::Tensor run(torch::ArrayRef<torch::Tensor> inputs) = 0;
 };
 
-// A replacement for BatchNorm2d's training-mode forward (dist/sync_batch_norm.h: statistics over
+// A replacement for BatchNorm2d's training-mode forward (distributed/sync_batch_norm.h: statistics over
 // every rank of a data-parallel job). Eval mode always uses the module's own running statistics.
 using BatchNormForward = std::function<torch::Tensor(torch::nn::BatchNorm2dImpl&, const torch::Tensor&)>;
 

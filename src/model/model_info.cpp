@@ -16,7 +16,7 @@ struct HW {
 // thop ops of a Conv2d at input size `in`; returns them and sets `out`.
 double conv2d_ops(const torch::nn::Conv2dImpl& conv, HW in, HW& out) {
   const auto& o = conv.options;
-  const auto& pad = c10::get<torch::ExpandingArray<2>>(o.padding());
+  const auto& pad = std::get<torch::ExpandingArray<2>>(o.padding());
   int64_t size[2] = {in.h, in.w};
   for (int d = 0; d < 2; ++d)
     size[d] = (size[d] + 2 * (*pad)[d] - (*o.dilation())[d] * ((*o.kernel_size())[d] - 1) - 1) /

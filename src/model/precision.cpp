@@ -4,7 +4,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "model/torch_compat.h"
+#include <ATen/autocast_mode.h>
 
 namespace kestrel {
 
@@ -42,22 +42,24 @@ bool cpu_has_bf16() {
   return false;
 }
 
+// As torch.autocast: the region's switch and dtype are thread-local per device type, and the cast
+// cache of weights lives until the outermost region closes.
 Autocast::Autocast(Precision p, const torch::Device& device) {
   if (p == Precision::fp32) return;
   active_ = true;
-  cuda_ = device.is_cuda();
-  was_enabled_ = compat::autocast_enabled(cuda_);
-  was_dtype_ = compat::autocast_dtype(cuda_);
-  compat::set_autocast_enabled(cuda_, true);
-  compat::set_autocast_dtype(cuda_, p == Precision::bf16 ? at::kBFloat16 : at::kHalf);
-  compat::autocast_enter();
+  type_ = device.type();
+  was_enabled_ = at::autocast::is_autocast_enabled(type_);
+  was_dtype_ = at::autocast::get_autocast_dtype(type_);
+  at::autocast::set_autocast_enabled(type_, true);
+  at::autocast::set_autocast_dtype(type_, p == Precision::bf16 ? at::kBFloat16 : at::kHalf);
+  at::autocast::increment_nesting();
 }
 
 Autocast::~Autocast() {
   if (!active_) return;
-  compat::autocast_exit();
-  compat::set_autocast_enabled(cuda_, was_enabled_);
-  compat::set_autocast_dtype(cuda_, was_dtype_);
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(type_, was_enabled_);
+  at::autocast::set_autocast_dtype(type_, was_dtype_);
 }
 
 }  // namespace kestrel

@@ -34,7 +34,8 @@ class Autocast {
   Autocast& operator=(const Autocast&) = delete;
 
  private:
-  bool active_ = false, cuda_ = false, was_enabled_ = false;
+  bool active_ = false, was_enabled_ = false;
+  c10::DeviceType type_ = c10::DeviceType::CPU;
   at::ScalarType was_dtype_ = at::kFloat;
 };
 

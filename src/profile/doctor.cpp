@@ -32,8 +32,18 @@ std::string fmt(const char* f, double a, double b = 0) {
   return buf;
 }
 
+// The driver's CUDA version (NVML's 13000 for 13.0) is older than the "13.0" LibTorch was built with:
+// LibTorch's kernels cannot load.
+bool driver_too_old(int driver_cuda, const std::string& built_cuda) {
+  if (built_cuda.empty()) return false;
+  const int major = std::atoi(built_cuda.c_str());
+  const size_t dot = built_cuda.find('.');
+  const int minor = dot == std::string::npos ? 0 : std::atoi(built_cuda.c_str() + dot + 1);
+  return driver_cuda < major * 1000 + minor * 10;
+}
+
 // GPU facts through NVML (dlopen; absent means no NVIDIA driver).
-void nvml_lines(std::vector<DoctorLine>& out) {
+void nvml_lines(std::vector<DoctorLine>& out, const std::string& built_cuda) {
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     out.push_back({"GPU", "none: NVML (libnvidia-ml.so.1) not found, so no NVIDIA driver; training runs on the CPU", ""});
@@ -51,7 +61,8 @@ void nvml_lines(std::vector<DoctorLine>& out) {
     out.push_back({"NVIDIA driver", buf, ""});
   int cuda = 0;
   if (auto f = reinterpret_cast<int (*)(int*)>(sym("nvmlSystemGetCudaDriverVersion")); f && f(&cuda) == 0)
-    out.push_back({"CUDA (driver)", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10), ""});
+    out.push_back({"CUDA (driver)", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10),
+                   driver_too_old(cuda, built_cuda) ? "LibTorch needs CUDA " + built_cuda + ": update the NVIDIA driver" : ""});
   unsigned n = 0;
   auto count = reinterpret_cast<int (*)(unsigned*)>(sym("nvmlDeviceGetCount_v2"));
   auto handle = reinterpret_cast<int (*)(unsigned, void**)>(sym("nvmlDeviceGetHandleByIndex_v2"));
@@ -82,14 +93,6 @@ void nvml_lines(std::vector<DoctorLine>& out) {
       out.push_back({label + " throttling", bad ? "yes (reasons mask " + std::to_string(reasons) + ")" : "no",
                      bad ? "clocks are power/thermally limited: check cooling and `nvidia-smi -q -d PERFORMANCE`" : ""});
     }
-  }
-  if (void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL)) {
-    int v = 0;
-    if (auto f = reinterpret_cast<int (*)(int*)>(dlsym(nccl, "ncclGetVersion")); f && f(&v) == 0)
-      out.push_back({"NCCL", std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100), ""});
-    dlclose(nccl);
-  } else {
-    out.push_back({"NCCL", "not found", "multi-GPU training needs NCCL (libnccl2)"});
   }
   if (auto shutdown = reinterpret_cast<int (*)()>(sym("nvmlShutdown"))) shutdown();
   dlclose(lib);
@@ -157,7 +160,10 @@ std::vector<DoctorLine> run_doctor(const TorchFacts& torch, const std::string& d
   out.push_back({"file system (" + where + ")", fs,
                  network ? "data on a network file system: copy it to a local disk, pack it (kestrel pack) or use --cache" : ""});
 
-  out.push_back({"LibTorch", torch.version, ""});
+  std::string built;
+  for (const auto& [name, v] : {std::pair<const char*, std::string>{"CUDA ", torch.cuda}, {"cuDNN ", torch.cudnn}})
+    if (!v.empty()) built += (built.empty() ? "" : ", ") + (name + v);
+  out.push_back({"LibTorch", torch.version + (built.empty() ? " (CPU only)" : " (" + built + ")"), ""});
   // LibTorch's own default (often 1 with Debian's build); kestrel's commands set one per core.
   out.push_back({"compute threads", std::to_string(torch.intra_op_threads) + " by LibTorch's default; kestrel train/val use " + std::to_string(cores), ""});
   const char* wait = std::getenv("OMP_WAIT_POLICY");
@@ -168,8 +174,9 @@ std::vector<DoctorLine> run_doctor(const TorchFacts& torch, const std::string& d
   const bool reference_blas = blas.find("/blas/") != std::string::npos || (blas.find("libblas") != std::string::npos && blas.find("openblas") == std::string::npos);
   out.push_back({"BLAS", blas.empty() ? "not loaded yet" : blas,
                  reference_blas ? "reference BLAS is slow: apt-get install libopenblas0-openmp" : ""});
-  out.push_back({"CUDA in LibTorch", torch.cuda_available ? "yes, " + std::to_string(torch.cuda_devices) + " device(s)" : "no (CPU build or no GPU)", ""});
-  nvml_lines(out);
+  out.push_back({"CUDA in LibTorch", torch.cuda_available ? "yes, " + std::to_string(torch.cuda_devices) + " device(s)"
+                                                       : torch.cuda.empty() ? "no: a CPU-only LibTorch" : "no GPU visible: training runs on the CPU", ""});
+  nvml_lines(out, torch.cuda);
   return out;
 }
 

@@ -10,6 +10,7 @@ namespace kestrel {
 // Facts only LibTorch knows; the front end fills them so this file stays torch-free.
 struct TorchFacts {
   std::string version;
+  std::string cuda, cudnn;  // what LibTorch was built with and loads ("" where it has none); NCCL: doctor_dist.h
   int intra_op_threads = 0;
   bool cuda_available = false;
   int cuda_devices = 0;

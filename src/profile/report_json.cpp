@@ -5,13 +5,44 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <thread>
+
+#include "report/plot_canvas.h"
 
 namespace kestrel {
 
 namespace {
 
+// Utilisation over time on one percent scale: the process's CPU as a share of the machine's cores
+// (and its loader and compute threads apart), the GPU's utilisation as NVML reports it.
+void draw_utilisation(cv::Mat& img, const cv::Rect& area, const std::vector<SystemSample>& samples) {
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  PlotFrame f;
+  f.area = area;
+  f.x.add(0), f.y.add(0), f.y.add(100);
+  f.x.add(samples.empty() ? 1.0 : samples.back().t);
+  f.x.settle();
+  draw_frame(img, f, {"utilisation over the run", "time since the run started (s)",
+                      cv::format("%% busy (CPU: of %.0f cores)", cores), nullptr});
+  struct Series { const char* name; double SystemSample::*field; double scale; cv::Scalar colour; };
+  const Series series[] = {{"process CPU", &SystemSample::process_cpu, 100 / cores, {60, 60, 220}},
+                           {"loader threads", &SystemSample::loader_cpu, 100 / cores, {40, 140, 230}},
+                           {"compute threads", &SystemSample::compute_cpu, 100 / cores, {80, 170, 80}},
+                           {"GPU", &SystemSample::gpu_util, 100, {160, 80, 160}}};
+  int legend_x = area.x;
+  for (const auto& se : series) {
+    if (se.field == &SystemSample::gpu_util && (samples.empty() || !samples.front().has_gpu)) continue;
+    for (size_t i = 1; i < samples.size(); ++i)
+      cv::line(img, {f.px(samples[i - 1].t), f.py(samples[i - 1].*se.field * se.scale)},
+               {f.px(samples[i].t), f.py(samples[i].*se.field * se.scale)}, se.colour, 2, cv::LINE_AA);
+    cv::line(img, {legend_x, img.rows - 14}, {legend_x + 18, img.rows - 14}, se.colour, 2, cv::LINE_AA);
+    draw_text(img, se.name, {legend_x + 22, img.rows - 10}, 0.45);
+    legend_x += 170;
+  }
+}
+
 void draw_chart(const std::string& path, const StageTotals& steps, const std::vector<SystemSample>& samples) {
-  const int W = 900, H = 420, left = 60, right = 20;
+  const int W = 900, H = 480, left = 70, right = 20;
   cv::Mat img(H, W, CV_8UC3, cv::Scalar(255, 255, 255));
   const cv::Scalar colours[] = {{60, 60, 220}, {200, 160, 60}, {80, 170, 80}, {40, 140, 230},
                                 {160, 80, 160}, {30, 90, 200}, {120, 120, 120}, {0, 200, 200}, {200, 200, 0}};
@@ -41,34 +72,8 @@ void draw_chart(const std::string& path, const StageTotals& steps, const std::ve
     cv::putText(img, text, {legend_x + 14, legend_y}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
     legend_x += item_w;
   }
-  // Utilisation over time.
-  const int top = 130, bottom = H - 40;
-  cv::rectangle(img, {left, top}, {W - right, bottom}, {0, 0, 0}, 1);
-  cv::putText(img, "utilisation (cores busy / GPU %) over time", {left, top - 8}, cv::FONT_HERSHEY_SIMPLEX, 0.5, {0, 0, 0}, 1, cv::LINE_AA);
-  if (samples.size() >= 2) {
-    double max_cores = 1;
-    for (const auto& s : samples) max_cores = std::max(max_cores, s.process_cpu);
-    const double t_end = std::max(samples.back().t, 1e-6);
-    auto pt = [&](double t, double v, double vmax) {
-      return cv::Point(left + static_cast<int>(t / t_end * (W - left - right)), bottom - static_cast<int>(v / vmax * (bottom - top)));
-    };
-    struct Series { const char* name; double SystemSample::*field; double vmax; cv::Scalar colour; };
-    const Series series[] = {{"process CPU", &SystemSample::process_cpu, max_cores, {60, 60, 220}},
-                             {"loader threads", &SystemSample::loader_cpu, max_cores, {40, 140, 230}},
-                             {"compute threads", &SystemSample::compute_cpu, max_cores, {80, 170, 80}},
-                             {"GPU", &SystemSample::gpu_util, 1.0, {160, 80, 160}}};
-    int legend_x = left;
-    for (const auto& se : series) {
-      if (se.field == &SystemSample::gpu_util && !samples.front().has_gpu) continue;
-      for (size_t i = 1; i < samples.size(); ++i)
-        cv::line(img, pt(samples[i - 1].t, samples[i - 1].*se.field, se.vmax), pt(samples[i].t, samples[i].*se.field, se.vmax), se.colour, 2, cv::LINE_AA);
-      cv::putText(img, se.name, {legend_x, H - 15}, cv::FONT_HERSHEY_SIMPLEX, 0.45, se.colour, 1, cv::LINE_AA);
-      legend_x += 170;
-    }
-    cv::putText(img, cv::format("%.1f", max_cores), {5, top + 10}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
-    cv::putText(img, cv::format("%.0f s", t_end), {W - right - 50, bottom + 15}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1, cv::LINE_AA);
-  }
-  cv::imwrite(path, img);
+  draw_utilisation(img, {left, 150, W - left - right, H - 150 - 75}, samples);
+  write_image(img, path);
 }
 
 }  // namespace

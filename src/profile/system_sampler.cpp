@@ -84,6 +84,7 @@ struct SystemSampler::Nvml {
   int (*get_clock)(Dev, int, unsigned*) = nullptr;
   int (*get_temp)(Dev, int, unsigned*) = nullptr;
   int (*get_throttle)(Dev, unsigned long long*) = nullptr;
+  int (*by_bus_id)(const char*, Dev*) = nullptr;
 
   static Nvml* open(std::string* status) {
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -111,6 +112,7 @@ struct SystemSampler::Nvml {
     g->get_clock = reinterpret_cast<decltype(g->get_clock)>(sym("nvmlDeviceGetClockInfo"));
     g->get_temp = reinterpret_cast<decltype(g->get_temp)>(sym("nvmlDeviceGetTemperature"));
     g->get_throttle = reinterpret_cast<decltype(g->get_throttle)>(sym("nvmlDeviceGetCurrentClocksThrottleReasons"));
+    g->by_bus_id = reinterpret_cast<decltype(g->by_bus_id)>(sym("nvmlDeviceGetHandleByPciBusId_v2"));
     *status = std::to_string(n) + " GPU(s) visible to NVML; sampling GPU 0";
     return g;
   }
@@ -134,6 +136,14 @@ void set_current_thread_name(const std::string& name) { pthread_setname_np(pthre
 
 SystemSampler::SystemSampler(double interval_s) : interval_s_(interval_s), cores_(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))) {
   nvml_ = Nvml::open(&gpu_status_);
+}
+
+void SystemSampler::select_gpu(const std::string& pci_bus_id) {
+  if (!nvml_ || !nvml_->by_bus_id || pci_bus_id.empty()) return;
+  Nvml::Dev dev{};
+  if (nvml_->by_bus_id(pci_bus_id.c_str(), &dev) != 0) return;
+  nvml_->dev = dev;
+  gpu_status_ = "sampling the run's GPU " + pci_bus_id;
 }
 
 SystemSampler::~SystemSampler() {

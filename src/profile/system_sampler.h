@@ -38,6 +38,9 @@ class SystemSampler {
  public:
   explicit SystemSampler(double interval_s = 0.5);
   ~SystemSampler();
+  // Samples the GPU with this PCI bus id ("0000:3B:00.0": the run's device; NVML counts every GPU of
+  // the machine, CUDA only the visible ones); GPU 0 until called. Before start().
+  void select_gpu(const std::string& pci_bus_id);
   void start();
   void stop();
   // Samples taken since index `from` (use samples_taken() to remember an epoch's start).

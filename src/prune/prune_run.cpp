@@ -18,7 +18,8 @@
 #include "report/run_dir.h"
 #include "train/amp_choice.h"
 #include "train/sparsity.h"
-#include "val/batch_tensors.h"
+#include "device/batch_upload.h"
+#include "device/device.h"
 #include "val/validator.h"
 
 namespace kestrel {
@@ -125,7 +126,7 @@ void recalibrate(DetectionModelImpl& model, const DatasetConfig& dc, const Prune
   model.to(device);
   recalibrate_batchnorm(model, [&] {
     const Batch* b = loader.next();
-    return b ? batch_images(*b, device) : torch::Tensor();
+    return b ? upload_now(*b, device).images : torch::Tensor();
   }, batches);
   std::printf("BatchNorm statistics recalibrated on %d training batches\n", batches);
 }

@@ -11,7 +11,7 @@
 namespace kestrel {
 
 struct PruneRunOptions {
-  std::string weights, data, device = "cpu";
+  std::string weights, data, device;  // "" = GPU 0 when there is one
   std::string project = "runs/prune", name = "exp";
   bool exist_ok = false;
   PruneOptions prune;

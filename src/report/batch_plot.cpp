@@ -37,7 +37,7 @@ std::string box_label(const PlotBox& box, const std::vector<std::string>& names)
 }  // namespace
 
 BatchPicture picture_of(const Batch& b) {
-  BatchPicture p{b.n, b.h, b.w, b.pixels, b.paths, {}};
+  BatchPicture p{b.n, b.h, b.w, {b.pixels.begin(), b.pixels.end()}, b.paths, {}};
   for (size_t k = 0; k < b.num_labels(); ++k) {
     const float* l = b.labels.data() + 6 * k;  // image, class, x, y, w, h
     const float x = l[2] * b.w, y = l[3] * b.h, w = l[4] * b.w, h = l[5] * b.h;

@@ -2,7 +2,9 @@
 // smallest batch within 5% of the best images/s whose measured peak memory stays within 60% of the
 // memory available (the share YOLOv5 aims at on a GPU) is chosen: a CPU's curve is flat past a few
 // images, and a larger batch there buys nothing but fewer optimizer steps; the probe stops early once memory would pass the
-// limit or throughput has fallen twice in a row. The curve is printed with the choice.
+// limit or throughput has fallen twice in a row. The curve is printed with the choice. On a GPU the
+// memory is the device's: the caching allocator's peak reserved bytes of a step (from an empty
+// cache, as YOLOv5's autobatch reads them) against its free memory (device/device.h).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,6 +1,8 @@
 // Synthetic training steps, timed by stage (see step_bench.h).
 #include "train/step_bench.h"
 
+#include <c10/cuda/CUDACachingAllocator.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,12 +14,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
-#include "dist/launch.h"
+#include "distributed/launch.h"
 #include "model/model_info.h"
 #include "model/weights.h"
 #include "train/loss.h"
 #include "train/optimizer.h"
-#include "val/batch_tensors.h"
+#include "device/device.h"
 
 namespace kestrel {
 
@@ -83,6 +85,10 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
   if (on_cpu) {
     malloc_trim(0);
     rss_before = peak_rss_bytes(/*reset=*/true);
+  } else {  // as YOLOv5's autobatch: the caching allocator's reserved memory, from an empty cache
+    synchronize(o.device);
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    reset_peak_memory(o.device);
   }
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const bool timed = s >= o.warmup;
@@ -112,7 +118,7 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
   t.backward_ms = sum.backward_ms / o.steps, t.optimizer_ms = sum.optimizer_ms / o.steps;
   t.communication_ms = sum.communication_ms / o.steps;
   t.images_per_s = 1000.0 * o.batch_size * (o.dp ? o.dp->size() : 1) / t.step_ms();
-  t.peak_bytes = on_cpu ? std::max(0.0, peak_rss_bytes(false) - rss_before) : 0;
+  t.peak_bytes = on_cpu ? std::max(0.0, peak_rss_bytes(false) - rss_before) : peak_memory_bytes(o.device);
   return t;
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/hyp.h"
-#include "dist/data_parallel.h"
+#include "distributed/data_parallel.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
 
@@ -43,7 +43,7 @@ StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions&
 // `kestrel bench step`: the model (cfg and/or weights, nc classes) timed at each precision in one
 // run, a line each with the speed-up over the first.
 struct StepBenchRun {
-  std::string cfg, weights, device = "cpu";  // neither cfg nor weights: yolov5n.yaml
+  std::string cfg, weights, device;  // "" = GPU 0 when there is one  // neither cfg nor weights: yolov5n.yaml
   int nc = 0;                                // 0: the model's own (80 for a yaml)
   std::vector<std::string> precisions = {"fp32", "bf16"};
   StepBenchOptions shape;

@@ -25,7 +25,8 @@ struct TrainOptions {
   bool noplots = false;
   bool noautoanchor = false;    // keep the model's anchors whatever their fit to the labels
   std::string cache = "auto";   // auto | none | ram | disk (auto: choose_auto_cache, data/image_cache.h)
-  std::string device = "cpu";   // cpu | cuda | cuda:N | N
+  std::string device;           // cpu | cuda | cuda:N | N | N,M,... ; "" = a GPU when there is one
+  bool fast = false;            // --fast: cuDNN autotuning and non-deterministic kernels (device/device.h)
   bool multi_scale = false;
   bool single_cls = false;
   std::string optimizer = "SGD";
@@ -53,7 +54,7 @@ struct TrainOptions {
   double sparsity_target = 0;   // > 0: only the channels a prune at this ratio would remove get S
   double sparsity_cost_weight = 0;  // ...that prune ranking by |gamma| / cost^this (prune --cost-weight)
   int sparsity_multiple = 8;         // ...and rounding kept widths up to this multiple (prune --multiple)
-  bool sync_bn = false;         // data parallel: BatchNorm statistics over the global batch (dist/sync_batch_norm.h)
+  bool sync_bn = false;         // data parallel: BatchNorm statistics over the global batch (distributed/sync_batch_norm.h)
   double dist_timeout = 1800;   // data parallel: seconds a rank waits for the others before giving up
   int world_size = 1;           // processes the run trains on (recorded; --resume needs the same)
 };

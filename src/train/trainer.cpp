@@ -15,7 +15,7 @@
 #include "report/progress_bar.h"
 #include "report/results_plot.h"
 #include "train/optimizer.h"
-#include "val/batch_tensors.h"
+#include "device/batch_upload.h"
 #include "core/elapsed.h"
 
 namespace fs = std::filesystem;
@@ -84,12 +84,15 @@ void Trainer::train_epoch(int epoch) {
   ProgressBar bar(nb_ - first, stdout, {}, opt_.progress ? std::nullopt : std::optional<bool>(false));
   const auto epoch_start = std::chrono::steady_clock::now();
   timeline_.start();
+  // Batch i + 1 is taken from the loader and its copy to the device queued before step i runs, so
+  // that on a GPU the copy overlaps the step (device/batch_upload.h).
+  DeviceBatch next = fetch_batch(epoch, first);
   for (int i = first; i < nb_; ++i) {
-    const Batch* batch = resident_images_.defined() ? nullptr : loader_->next();
-    if (!batch && !resident_images_.defined()) break;
-    timeline_.mark(StepStage::data_wait);
-    if (epoch == 0 && i < 3 && batch && !opt_.noplots && dp_->main()) plot_train_batch(i, *batch);
-    train_step(epoch, i, batch);
+    DeviceBatch current = std::move(next);
+    if (!current && !resident_images_.defined()) break;
+    uploader_->release_host(current);  // the loader may refill its buffer now
+    if (i + 1 < nb_) next = fetch_batch(epoch, i + 1);
+    train_step(epoch, i, current);
     bar.update(1, [&] {
       char wait[16];
       std::snprintf(wait, sizeof wait, "%10.1f%%", 100.0 * timeline_.epoch().share(StepStage::data_wait));
@@ -118,14 +121,27 @@ void Trainer::train_epoch(int epoch) {
   ++epochs_run_;
 }
 
-void Trainer::train_step(int epoch, int i, const Batch* batch) {
+DeviceBatch Trainer::fetch_batch(int epoch, int i) {
+  if (resident_images_.defined()) return {};  // --resident: every step reuses the first batch
+  const Batch* batch = loader_->next();
+  timeline_.mark(StepStage::data_wait);
+  if (!batch) return {};
+  if (epoch == 0 && i < 3 && !opt_.noplots && dp_->main()) plot_train_batch(i, *batch);
+  DeviceBatch on_device = uploader_->upload(*batch);
+  timeline_.mark(StepStage::h2d);
+  return on_device;
+}
+
+void Trainer::train_step(int epoch, int i, DeviceBatch& batch) {
   const TrainSchedule::Step step = schedule_->batch(epoch, i);
   apply_schedule_step(*optimizer_, step);
+  gpu_clock_->begin_step();
   const bool reuse = resident_images_.defined();  // only ever set with --resident
-  torch::Tensor imgs = reuse ? resident_images_ : batch_images(*batch, device_);
-  const torch::Tensor targets = reuse ? resident_targets_ : batch_targets(*batch, device_);
+  torch::Tensor imgs = reuse ? resident_images_ : uploader_->ready(batch);
+  const torch::Tensor targets = reuse ? resident_targets_ : batch.targets;
   if (opt_.resident_batch) resident_images_ = imgs, resident_targets_ = targets;
   timeline_.mark(StepStage::h2d);
+  gpu_clock_->mark(StepStage::h2d);
   if (opt_.multi_scale) imgs = multi_scale(imgs, opt_.img_size, gs_, opt_.seed, epoch, i);
   if (sparsity_.enabled() && dp_->main()) sparsity_.keep_batch(imgs, i, nb_);  // for the epoch's recalibration
 
@@ -135,17 +151,23 @@ void Trainer::train_step(int epoch, int i, const Batch* batch) {
     pred = model_->forward(imgs);
   }
   timeline_.mark(StepStage::forward);
+  gpu_clock_->mark(StepStage::forward);
   auto [loss, loss_items] = (*loss_)(pred, targets);
   if (dp_->active()) loss = loss * dp_->size();  // as train.py: the all-reduce averages over ranks
   timeline_.mark(StepStage::loss);
+  gpu_clock_->mark(StepStage::loss);
   if (step.optimizer_step) dp_->arm_gradient_sync();  // the window's gradients are exchanged once, during this backward
   scaler_.scale(loss).backward();
   grads_pending_ = true;
   timeline_.mark(StepStage::backward);
+  gpu_clock_->mark(StepStage::backward);
   dp_->finish_gradient_sync();
   timeline_.mark(StepStage::communication);
-  if (step.optimizer_step) optimizer_step(epoch, i, batch);
+  gpu_clock_->mark(StepStage::communication);
+  if (step.optimizer_step) optimizer_step(epoch, i, reuse ? nullptr : &batch.host);
   timeline_.mark(StepStage::optimizer);
+  gpu_clock_->mark(StepStage::optimizer);
+  gpu_clock_->end_step();
 
   torch::Tensor items = loss_items.to(torch::kCPU);
   if (!items.isfinite().all().item<bool>()) items = mloss_;  // a skipped step leaves the epoch's means alone
@@ -239,10 +261,13 @@ void Trainer::end_epoch(int epoch) {
   }
   timeline_.mark(StepStage::logging);
   const StageTotals et = timeline_.end_epoch();
+  const StageTotals gpu = gpu_clock_->take(/*wait=*/true);
+  gpu_run_ += gpu;
   const VerdictInput vin{et, sampler_.summarize(epoch_sample_mark_), device_.is_cuda(), workers_,
                          largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr, dp_->size()};
   std::printf("epoch %d: %.1f s train, %s | %s\n", epoch, epoch_train_seconds_, format_stage_line(et).c_str(),
               judge(vin).summary.c_str());
+  if (gpu.steps) std::printf("  %s\n", format_device_line(gpu, et).c_str());
   std::fflush(stdout);  // a line per epoch also when stdout is a pipe (tee, a log collector)
   stop_ = dp_->any(stop_);
   if (stop_ && epoch + 1 < opt_.epochs && !step_budget_spent_)
@@ -345,7 +370,9 @@ TrainResult Trainer::finish() {
   const VerdictInput vin{result.timeline, result.system, device_.is_cuda(), workers_,
                          largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr, dp_->size()};
   const Verdict& verdict = result.verdict = judge(vin);
-  std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n"
+  std::cout << "Time per step: " << format_stage_line(result.timeline) << "\n";
+  if (gpu_run_.steps) std::cout << format_device_line(gpu_run_, result.timeline) << "\n";
+  std::cout
             << "Verdict: " << verdict.summary << "\nNext: " << verdict.action << "\n";
   finish_plots();
   if (sparsity_.enabled() && !opt_.noplots) sparsity_.write_plot(run_.save_dir + "/gamma_hist.png");

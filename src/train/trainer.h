@@ -18,7 +18,9 @@
 #include "core/hyp.h"
 #include "data/index/label_index.h"
 #include "data/loader/loader.h"
-#include "dist/data_parallel.h"
+#include "device/batch_upload.h"
+#include "device/stage_events.h"
+#include "distributed/data_parallel.h"
 #include "eval/metrics.h"
 #include "profile/system_sampler.h"
 #include "profile/timeline.h"
@@ -80,7 +82,8 @@ class Trainer {
 
   // ---- the loop (trainer.cpp)
   void train_epoch(int epoch);  // from point_.batch to the epoch's end, or to a Ctrl-C
-  void train_step(int epoch, int i, const Batch* batch);
+  DeviceBatch fetch_batch(int epoch, int i);  // batch i from the loader, its copy to the device queued
+  void train_step(int epoch, int i, DeviceBatch& batch);
   bool interrupt_requested();   // Ctrl-C, agreed by every rank of a job
   // Unscale, clip, step (skipped on inf/NaN), zero grads, EMA: after each accumulation window.
   void optimizer_step(int epoch, int i, const Batch* batch);
@@ -98,6 +101,8 @@ class Trainer {
   std::string resume_ckpt_;  // "" for a new run
   Hyp hyp_;
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<BatchUploader> uploader_;   // batches to the device, copied while the previous step runs
+  std::unique_ptr<DeviceStageClock> gpu_clock_;  // the GPU's time per stage (CUDA events; off on a CPU)
   int cores_ = 1, workers_ = 1;
   RunDir run_;
 
@@ -142,6 +147,7 @@ class Trainer {
   // what it cost
   SystemSampler sampler_;
   StepTimeline timeline_;
+  StageTotals gpu_run_;  // the GPU clock's totals over the run
   size_t epoch_sample_mark_ = 0;  // the sampler's first sample of this epoch
   double epoch_train_seconds_ = 0, train_seconds_ = 0, val_seconds_ = 0;
   int val_passes_ = 0, epochs_run_ = 0;

@@ -12,7 +12,7 @@
 #include "data/index/scan.h"
 #include "data/index/scan_report.h"
 #include "data/loader/worker_tuning.h"
-#include "dist/launch.h"
+#include "distributed/launch.h"
 #include "model/model_info.h"
 #include "profile/doctor.h"
 #include "report/labels_plot.h"
@@ -22,7 +22,7 @@
 #include "train/auto_batch.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
-#include "val/batch_tensors.h"
+#include "device/device.h"
 
 namespace fs = std::filesystem;
 
@@ -115,7 +115,8 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
 // A data-parallel job (torchrun's variables, or `--nproc-per-node`): join the other ranks, check they
 // run the same options, and under torchrun --max-restarts go on from the run a failure interrupted.
 void Trainer::join_job() {
-  const torch::Device device = parse_device(rank_device(opt_.device, world_from_env().local_rank));
+  const int local_rank = world_from_env().local_rank;
+  const torch::Device device = parse_device(rank_device(opt_.device, local_rank), local_rank);
   dp_ = DataParallel::from_environment(std::chrono::milliseconds(static_cast<int64_t>(opt_.dist_timeout * 1000)), device);
   dp_->quiet_secondary_ranks();
   if (!dp_->active()) return;
@@ -156,7 +157,11 @@ void Trainer::setup_run() {
     opt_.data = ensure_demo_dataset();
     std::cout << "No --data given: training on the built-in demo dataset " << opt_.data << "\n";
   }
-  device_ = parse_device(rank_device(opt_.device, dp_->world().local_rank));  // --device 0,1: one GPU per process
+  device_ = parse_device(rank_device(opt_.device, dp_->world().local_rank), dp_->world().local_rank);  // one GPU per process
+  set_cuda_numerics(device_, opt_.fast);
+  uploader_ = std::make_unique<BatchUploader>(device_);
+  gpu_clock_ = std::make_unique<DeviceStageClock>(device_);
+  sampler_.select_gpu(pci_bus_id(device_));
   // The ranks on one machine share its cores.
   cores_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dp_->world().local_size);
   torch::set_num_threads(cores_);
@@ -284,8 +289,9 @@ void Trainer::prepare_batch() {
   opt_.amp = precision_ == Precision::fp32 ? "off" : precision_name(precision_);  // what --resume repeats
   std::cout << amp.why << "\n";
   if (opt_.batch_size < 0) {
-    const AutoBatchChoice choice = auto_batch(*model_, shape, static_cast<int>(train_index_.records.size()),
-                                              static_cast<double>(mem_available_bytes()));
+    // The memory a batch fills: the GPU's on a GPU, the machine's on a CPU.
+    const double memory = device_.is_cuda() ? device_memory_available(device_) : static_cast<double>(mem_available_bytes());
+    const AutoBatchChoice choice = auto_batch(*model_, shape, static_cast<int>(train_index_.records.size()), memory);
     std::cout << choice.why << "\n";
     opt_.batch_size = choice.batch;
   }
@@ -311,6 +317,7 @@ void Trainer::prepare_loaders() {
   lo.seed = static_cast<uint64_t>(opt_.seed);
   lo.cache = cache_;
   lo.hyp = hyp_;
+  lo.batch_memory = uploader_->host_memory();  // pinned on a GPU: the copies overlap the steps
   // The disk cache is one file per machine: its local rank 0 writes it, the others map it after.
   const bool waits_for_cache = cache_ == CacheMode::disk && dp_->world().local_rank != 0;
   if (waits_for_cache) dp_->barrier();

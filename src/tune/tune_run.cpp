@@ -13,7 +13,7 @@
 #include "report/bar_chart.h"
 #include "report/run_dir.h"
 #include "train/trainer.h"
-#include "val/batch_tensors.h"
+#include "device/device.h"
 
 namespace kestrel {
 

@@ -13,7 +13,7 @@
 #include "eval/boxes.h"
 #include "eval/nms.h"
 #include "report/plot_canvas.h"
-#include "val/batch_tensors.h"
+#include "device/batch_upload.h"
 
 namespace kestrel {
 
@@ -49,7 +49,7 @@ torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool au
     rgb_planes.emplace_back(boxed.rows, boxed.cols, CV_8UC1, batch.pixels.data() + static_cast<size_t>(c) * boxed.rows * boxed.cols);
   const int bgr_to_rgb[] = {2, 0, 1, 1, 0, 2};
   cv::mixChannels(std::vector<cv::Mat>{boxed}, rgb_planes, bgr_to_rgb, 3);
-  return batch_images(batch, device);
+  return upload_now(batch, device).images;
 }
 
 torch::Tensor detections_from_output(const torch::Tensor& decoded, const DetectOptions& options, int input_h, int input_w,

@@ -12,7 +12,7 @@
 #include "data/io/image_decode.h"
 #include "model/weights.h"
 #include "report/run_dir.h"
-#include "val/batch_tensors.h"
+#include "device/device.h"
 #include "val/detect_sources.h"
 
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 namespace kestrel {
 
 struct DetectRunOptions {
-  std::string weights, cfg, source, device = "cpu";
+  std::string weights, cfg, source, device;  // "" = GPU 0 when there is one
   std::string project = "runs/detect", name = "exp";
   bool exist_ok = false;
   DetectOptions detect;

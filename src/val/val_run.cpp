@@ -10,7 +10,7 @@
 #include "data/index/label_index.h"
 #include "model/weights.h"
 #include "report/run_dir.h"
-#include "val/batch_tensors.h"
+#include "device/device.h"
 #include "val/val_saving.h"
 
 namespace fs = std::filesystem;

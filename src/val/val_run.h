@@ -10,7 +10,7 @@
 namespace kestrel {
 
 struct ValRunOptions {
-  std::string weights, cfg, data, task = "val", device = "cpu";
+  std::string weights, cfg, data, task = "val", device;  // "" = GPU 0 when there is one
   ValOptions val;
   bool half = false;     // --half: val.precision from inference_precision
   bool verbose = false;  // per-class rows also for 50 classes or more

@@ -6,7 +6,7 @@
 
 #include "eval/nms.h"
 #include "report/progress_bar.h"
-#include "val/batch_tensors.h"
+#include "device/batch_upload.h"
 #include "val/val_plots.h"
 #include "core/elapsed.h"
 
@@ -59,8 +59,9 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
   size_t nbatches = 0;
   while (const Batch* batch = loader_.next()) {
     auto t0 = std::chrono::steady_clock::now();
-    const torch::Tensor images = batch_images(*batch, device);
-    const torch::Tensor targets = batch_targets(*batch, device);
+    const DeviceBatch on_device = upload_now(*batch, device);
+    const torch::Tensor& images = on_device.images;
+    const torch::Tensor& targets = on_device.targets;
     t_pre += seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();

@@ -59,6 +59,8 @@ LoaderOptions small_options(int workers) {
 
 // Everything a batch carries, copied out so it outlives the loader.
 struct BatchCopy {
+  explicit BatchCopy(const Batch& b)
+      : n(b.n), h(b.h), w(b.w), pixels(b.pixels.begin(), b.pixels.end()), labels(b.labels), paths(b.paths) {}
   int n, h, w;
   std::vector<uint8_t> pixels;
   std::vector<float> labels;
@@ -73,7 +75,7 @@ std::vector<BatchCopy> run_epoch(Loader& loader, int epoch) {
   std::vector<BatchCopy> out;
   while (const Batch* b = loader.next()) {
     EXPECT_EQ(b->pixels.size(), static_cast<size_t>(b->n) * 3 * b->h * b->w);
-    out.push_back({b->n, b->h, b->w, b->pixels, b->labels, b->paths});
+    out.emplace_back(*b);
   }
   return out;
 }
@@ -144,6 +146,45 @@ TEST(Loader, PartialTileDecodesGiveTheSameBatches) {
     o.partial_decode = true;
     EXPECT_TRUE(run_epoch(records, o, epoch) == whole) << "epoch " << epoch;
   }
+}
+
+// A memory resource that counts what it hands out (the trainer's is pinned memory for a GPU).
+class CountingMemory : public std::pmr::memory_resource {
+ public:
+  size_t allocations = 0, live_bytes = 0;
+
+ private:
+  void* do_allocate(size_t bytes, size_t alignment) override {
+    ++allocations, live_bytes += bytes;
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, size_t bytes, size_t alignment) override {
+    live_bytes -= bytes;
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+
+// The batch buffers come from LoaderOptions::batch_memory, one per slot, allocated when the loader is
+// built and reused by every batch of every epoch; the bytes are those of the default heap.
+TEST(Loader, BatchBuffersComeOnceFromTheGivenMemory) {
+  const auto records = tiny_dataset(test::temp_dir("loader_memory"), 10);
+  const auto reference = run_epoch(records, small_options(2), 1);
+  CountingMemory memory;
+  {
+    LoaderOptions o = small_options(2);
+    o.batch_memory = &memory;
+    Loader loader(records, o);
+    const size_t slots = static_cast<size_t>(std::max(1, o.prefetch)) + 1;  // prefetched batches and the one held
+    EXPECT_EQ(memory.allocations, slots);
+    EXPECT_EQ(run_epoch(loader, 0).size(), 3u);
+    EXPECT_TRUE(run_epoch(loader, 1) == reference);
+    EXPECT_EQ(memory.allocations, slots);  // no buffer was grown or replaced
+    const Batch* b = (loader.start_epoch(1), loader.next());
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->pixels.get_allocator().resource(), &memory);
+  }
+  EXPECT_EQ(memory.live_bytes, 0u);  // handed back when the loader goes
 }
 
 TEST(Loader, SetWorkersKeepsBatchesIdentical) {
@@ -485,7 +526,7 @@ TEST(Loader, Coco128PartialTileDecodesGiveTheSameBatches) {
     for (int k = 0; k < 2; ++k) {
       const Batch* b = loader.next();
       ASSERT_NE(b, nullptr);
-      partial.push_back({b->n, b->h, b->w, b->pixels, b->labels, b->paths});
+      partial.emplace_back(*b);
     }
     o.partial_decode = false;
     Loader whole(records, o);
@@ -493,7 +534,7 @@ TEST(Loader, Coco128PartialTileDecodesGiveTheSameBatches) {
     for (int k = 0; k < 2; ++k) {
       const Batch* b = whole.next();
       ASSERT_NE(b, nullptr);
-      EXPECT_TRUE(partial[k] == (BatchCopy{b->n, b->h, b->w, b->pixels, b->labels, b->paths})) << "img " << img << " batch " << k;
+      EXPECT_TRUE(partial[k] == BatchCopy(*b)) << "img " << img << " batch " << k;
     }
   }
 }

@@ -1,12 +1,12 @@
 // Mixed precision: the autocast region turns convolutions to bf16 on a CPU and restores the state it
 // found, nested regions included; fp16 is refused on a CPU; the Detect head hands back fp32.
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/detection_model.h"
 #include "model/model_config.h"
 #include "model/precision.h"
-#include "model/torch_compat.h"
 
 namespace kestrel {
 namespace {
@@ -35,9 +35,9 @@ TEST(Precision, AutocastRegionCastsConvolutionsAndRestores) {
       Autocast inner(Precision::fp32, torch::kCPU);  // fp32 is no region at all
       EXPECT_EQ(conv(x).scalar_type(), torch::kBFloat16);
     }
-    EXPECT_TRUE(compat::autocast_enabled(false));
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
   }
-  EXPECT_FALSE(compat::autocast_enabled(false));
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
   EXPECT_EQ(conv(x).scalar_type(), torch::kFloat);
   EXPECT_EQ(conv->weight.scalar_type(), torch::kFloat);  // weights stay fp32
 }

@@ -18,7 +18,7 @@ TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
   o.progress = false, o.max_steps = 13, o.untimed_steps = 2, o.scan = false, o.resident_batch = true;
   o.nbs = 32, o.lr_scale = "sqrt", o.amp = "bf16", o.sparsity = 1e-4, o.sparsity_decay = true;
   o.sparsity_target = 0.3, o.sparsity_cost_weight = 0.5, o.sparsity_multiple = 16;
-  o.sync_bn = true, o.dist_timeout = 60, o.world_size = 4;
+  o.sync_bn = true, o.dist_timeout = 60, o.world_size = 4, o.fast = true;
   const nlohmann::json j = o;
   const TrainOptions back = j.get<TrainOptions>();
   EXPECT_EQ(nlohmann::json(back), j);

@@ -78,7 +78,10 @@ Loader::Loader(std::vector<ImageRecord> records, LoaderOptions opts) : records_(
     const size_t n = std::min<size_t>(opts_.batch_size, epoch_size() - b * opts_.batch_size);
     max_pixels = std::max(max_pixels, n * 3 * h * w);
   }
-  slots_.resize(opts_.workers == 0 ? 1 : std::max(1, opts_.prefetch) + 1);
+  const int slots = opts_.workers == 0 ? 1 : std::max(1, opts_.prefetch) + 1;
+  std::pmr::memory_resource* memory = opts_.batch_memory ? opts_.batch_memory : std::pmr::get_default_resource();
+  slots_.reserve(slots);
+  for (int k = 0; k < slots; ++k) slots_.emplace_back(memory);
   for (auto& s : slots_) {
     s.batch.pixels.resize(max_pixels);  // touches every page now rather than in the first epoch
     s.sample_labels.resize(opts_.batch_size);

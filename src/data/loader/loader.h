@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -39,6 +40,9 @@ struct LoaderOptions {
   CacheMode cache = CacheMode::none;
   // Uncached JPEG mosaic tiles: decode only the part the warp reads (DecodeRegion); same bytes out.
   bool partial_decode = true;
+  // Where the batch buffers live: pinned host memory when batches go to a GPU (device/pinned_memory.h),
+  // the heap when nullptr. It must outlive the loader.
+  std::pmr::memory_resource* batch_memory = nullptr;
   Hyp hyp;
 };
 
@@ -82,6 +86,7 @@ class Loader {
 
  private:
   struct Slot {
+    explicit Slot(std::pmr::memory_resource* memory) : batch(memory) {}
     Batch batch;
     std::vector<std::vector<Label>> sample_labels;  // per image of the batch, capacity reused
     size_t batch_index = SIZE_MAX;

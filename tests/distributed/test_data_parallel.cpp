@@ -13,7 +13,7 @@
 #include <functional>
 
 #include "core/hyp.h"
-#include "dist/data_parallel.h"
+#include "distributed/data_parallel.h"
 #include "model/weights.h"
 #include "test_support.h"
 

@@ -1,13 +1,11 @@
 // c10d rendezvous and the Gloo group, with the errors a user can act on.
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <gloo/config.h>
-#ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
+#include <gloo/config.h>
 
 #include <algorithm>
 #include <cctype>
@@ -91,15 +89,13 @@ ProcessGroup::ProcessGroup(const World& world, std::chrono::milliseconds timeout
     : world_(world), timeout_(timeout), device_(device) {
   store_ = connect_store(world_, timeout_);
   check_world_sizes();
-#ifdef USE_C10D_NCCL
-  if (device_.is_cuda()) return create_nccl();
-#endif
-  device_ = torch::kCPU;  // Gloo here reduces CPU tensors
-  create_gloo();
+  if (device_.is_cuda())
+    create_nccl();
+  else
+    create_gloo();
 }
 
 void ProcessGroup::create_nccl() {
-#ifdef USE_C10D_NCCL
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout_;
   try {
@@ -109,7 +105,6 @@ void ProcessGroup::create_nccl() {
     throw std::runtime_error("rank " + std::to_string(world_.rank) + " could not start NCCL (kestrel doctor checks its version; "
                              "NCCL_DEBUG=INFO says more): " + first_line(e));
   }
-#endif
 }
 
 void ProcessGroup::create_gloo() {

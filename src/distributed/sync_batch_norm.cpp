@@ -1,6 +1,6 @@
 // Synchronised BatchNorm as a custom autograd function: one all-reduce of (sum, sum of squares,
 // count) in forward, one of (sum dy, sum dy*(x-mean)) in backward.
-#include "dist/sync_batch_norm.h"
+#include "distributed/sync_batch_norm.h"
 
 #include "model/layers.h"
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "dist/grad_sync.h"
-#include "dist/process_group.h"
-#include "dist/world.h"
+#include "distributed/grad_sync.h"
+#include "distributed/process_group.h"
+#include "distributed/world.h"
 
 namespace kestrel {
 

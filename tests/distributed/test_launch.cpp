@@ -3,8 +3,8 @@
 
 #include <map>
 
-#include "dist/launch.h"
-#include "dist/world.h"
+#include "distributed/launch.h"
+#include "distributed/world.h"
 
 namespace kestrel {
 namespace {

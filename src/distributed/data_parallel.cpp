@@ -1,10 +1,10 @@
 // The trainer's side of a data-parallel job.
-#include "dist/data_parallel.h"
+#include "distributed/data_parallel.h"
 
 #include <cstdio>
 #include <iostream>
 
-#include "dist/sync_batch_norm.h"
+#include "distributed/sync_batch_norm.h"
 
 namespace kestrel {
 

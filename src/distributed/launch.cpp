@@ -1,5 +1,5 @@
 // The self-launcher: fork/exec of the node's ranks, and their supervision.
-#include "dist/launch.h"
+#include "distributed/launch.h"
 
 #include <signal.h>
 #include <sys/wait.h>

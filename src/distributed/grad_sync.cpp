@@ -1,5 +1,5 @@
 // Bucketed, backward-overlapped gradient all-reduce on gradient-accumulator post-hooks.
-#include "dist/grad_sync.h"
+#include "distributed/grad_sync.h"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace kestrel {
 

@@ -1,5 +1,5 @@
 // torchrun's environment, read and checked.
-#include "dist/world.h"
+#include "distributed/world.h"
 
 #include <cstdlib>
 #include <stdexcept>

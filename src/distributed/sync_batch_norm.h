@@ -7,7 +7,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace kestrel {
 

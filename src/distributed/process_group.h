@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
+#include "distributed/world.h"
 
 namespace c10d {
 class Store;
@@ -34,18 +34,10 @@ class PendingReduce {
   std::shared_ptr<void> work_;  // c10d::Work, kept out of this header (Gloo's headers are heavy)
 };
 
-// The object that runs the collectives: ProcessGroupGloo/NCCL derive from c10d::ProcessGroup in
-// LibTorch 1.13 and from c10d::Backend in 2.x, with the same allreduce/broadcast/barrier calls.
-#if TORCH_VERSION_MAJOR >= 2
-using C10dCollectives = c10d::Backend;
-#else
-using C10dCollectives = c10d::ProcessGroup;
-#endif
-
 class ProcessGroup {
  public:
   // Rendezvous and group creation; throws std::runtime_error with the cause and the fix. On a CUDA
-  // device the group is NCCL's when this LibTorch has it (USE_C10D_NCCL), else Gloo's.
+  // device the group is NCCL's, else Gloo's.
   ProcessGroup(const World& world, std::chrono::milliseconds timeout, torch::Device device = torch::kCPU);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
@@ -81,7 +73,7 @@ class ProcessGroup {
   torch::Device device_;
   std::string backend_ = "gloo";
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<C10dCollectives> group_;
+  c10::intrusive_ptr<c10d::Backend> group_;  // ProcessGroupGloo or ProcessGroupNCCL
   int text_calls_ = 0;
 };
 
