@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-export OMP_WAIT_POLICY=PASSIVE
+source scripts/torch_env.sh
+export OMP_WAIT_POLICY=PASSIVE PATH="$KESTREL_TORCH_VENV/bin:$PATH"  # torchrun, for the data-parallel journeys
 cd build && ctest --output-on-failure -j2 --timeout 900
