@@ -26,9 +26,10 @@ import tempfile
 # Provided on the GPU machine: its torch venv (LibTorch, CUDA, cuDNN, NCCL) and glibc.
 PROVIDED = re.compile(r"^(libtorch|libc10|libcaffe2|libnv|libcu|libnccl|libcudnn|libcufile|libcusparse|libgomp|"
                       r"libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|ld-linux|libresolv\.so|libutil\.so)")
-# Used by the check, or too entangled with what is used to stub: copied whole.
-KEEP = re.compile(r"^(libopencv_(core|imgproc|imgcodecs|videoio|dnn)\.|libtbb|libz\.|libjpeg|libturbojpeg|libpng16|"
-                  r"libwebp|libsharpyuv|libyaml-cpp|liblmdb|libstdc\+\+|libgcc_s|libprotobuf\.|libgtest|libgmock|"
+# Used by the check, or too entangled with what is used to stub: copied whole. (OpenCV's dnn serves
+# only `kestrel export`'s check, which the device run does not call: it is a stub.)
+KEEP = re.compile(r"^(libopencv_(core|imgproc|imgcodecs|videoio)\.|libtbb|libz\.|libjpeg|libturbojpeg|libpng16|"
+                  r"libwebp|libsharpyuv|libyaml-cpp|liblmdb|libstdc\+\+|libgcc_s|libgtest|libgmock|"
                   r"libbenchmark)")
 
 
