@@ -16,6 +16,7 @@ const char* bound_name(Bound b) {
     case Bound::memory: return "memory-bound";
     case Bound::communication: return "communication-bound";
     case Bound::power: return "power/thermal-bound";
+    case Bound::host: return "host-bound";
   }
   return "?";
 }
@@ -61,11 +62,20 @@ Verdict judge(const VerdictInput& in) {
   if (accel_busy) {
     v.bound = Bound::compute;
     v.summary = "compute-bound: the model waited " + pct(wait) + " of each step for data";
-    v.action = in.gpu ? "use mixed precision, a smaller model or image size, or more GPUs"
+    v.action = in.gpu ? "train in mixed precision (--amp fp16 or bf16) if you do not, let cuDNN pick its fastest kernels "
+                        "(--fast), use a smaller model or image size, or more GPUs (--device 0,1,...)"
                       : "use a smaller model or image size, or train on a GPU";
     if (!in.gpu && !in.images_cached && s.process_cpu > 0 && s.loader_cpu > 0.1 * s.process_cpu)
       v.action = "use --cache ram (or --cache disk): the loader threads took " + pct(s.loader_cpu / s.process_cpu) +
                  " of the CPU decoding images, on the cores the model computes on; a cache decodes each image once";
+    return v;
+  }
+  if (in.gpu && s.has_gpu && wait < 0.05) {
+    v.bound = Bound::host;
+    v.summary = "host-bound: the GPU was busy " + pct(s.gpu_util) + " of the time while each step waited only " + pct(wait) +
+                " for data: the host's own work per step (launching kernels, reading the loss back) is the limit";
+    v.action = "use a larger --batch-size (more work per kernel launch), or --fast; `kestrel profile` shows the GPU's time "
+               "per stage against the step's";
     return v;
   }
   const std::string stage = in.largest_loader_stage.empty() ? "" : "; " + in.largest_loader_stage + " is the largest loader stage";

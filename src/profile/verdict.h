@@ -8,7 +8,9 @@
 
 namespace kestrel {
 
-enum class Bound { compute, data, io, memory, power, communication };
+// host: a GPU run whose GPU idles while the step hardly waits for data: the host's own work per step
+// (launching kernels, reading the loss back) is the limit.
+enum class Bound { compute, data, io, memory, power, communication, host };
 const char* bound_name(Bound b);
 
 struct VerdictInput {

@@ -63,6 +63,20 @@ TEST(Verdict, GpuRules) {
   EXPECT_EQ(judge(in).bound, Bound::power);
 }
 
+// The GPU idles, yet the step hardly waits for data: neither the loader nor the disk is the limit.
+TEST(Verdict, IdleGpuWithoutDataWaitIsHostBound) {
+  VerdictInput in = input(0.01, 0.3, 0.2, 2);
+  in.gpu = true;
+  in.system.has_gpu = true;
+  in.system.gpu_util = 0.55;
+  const Verdict v = judge(in);
+  EXPECT_EQ(v.bound, Bound::host);
+  EXPECT_NE(v.summary.find("busy 55%"), std::string::npos) << v.summary;
+  EXPECT_NE(v.action.find("--batch-size"), std::string::npos);
+  in.steps.seconds[static_cast<size_t>(StepStage::data_wait)] = 0.3;  // waiting on data again: not host-bound
+  EXPECT_NE(judge(in).bound, Bound::host);
+}
+
 namespace kestrel {
 namespace {
 
