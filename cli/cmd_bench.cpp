@@ -26,6 +26,9 @@ void register_bench_step(CLI::App& bench) {
   cmd->add_option("--steps", r.shape.steps, "timed steps per precision");
   cmd->add_option("--warmup", r.shape.warmup, "untimed steps first");
   cmd->add_option("--device", r.device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
+  cmd->add_option("--layout", r.shape.memory_format, "channels-last (as training runs) or nchw")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, torch::MemoryFormat>{
+          {"channels-last", torch::MemoryFormat::ChannelsLast}, {"nchw", torch::MemoryFormat::Contiguous}}));
 }
 
 void register_bench_dp(CLI::App& bench) {

@@ -15,7 +15,9 @@ void register_train(CLI::App& app) {
     if (launch.nproc_per_node == 1) launch.nproc_per_node = device_list_size(o.device);  // --device 0,1,2,3
     if (should_launch(launch)) return launch_local_ranks(launch, own_arguments());  // the ranks train
     finish_train_options(o, workers, no_progress);
-    return train(o).interrupted ? 130 : 0;  // 130: what a shell reports for Ctrl-C
+    // 128 + the signal, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM. last.pt is saved either way.
+    const TrainResult r = train(o);
+    return r.interrupted ? 128 + r.stop_signal : 0;
   });
   add_train_flags(cmd, o, workers, no_progress);
   auto* epochs = cmd->add_option("--epochs", o.epochs, "total training epochs");

@@ -32,6 +32,9 @@ static std::string user_message(std::string what) {
 
 int main(int argc, char** argv) {
   ensure_passive_openmp(argv);
+  // Line by line also into a file or pipe (schedulers and CI send stdout and stderr to one log): a
+  // block-buffered stdout would put an error or warning on stderr before the lines that preceded it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
   if (!std::getenv("KESTREL_NO_HEAP_REUSE")) kestrel::keep_freed_memory();  // before the first tensor
   CLI::App app{"Kestrel: fast YOLO training in C++. Run `kestrel <command> --help` for a command's flags."};
   app.require_subcommand(1);

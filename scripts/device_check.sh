@@ -17,7 +17,7 @@
 # On the device, in under 8 minutes:
 #   1. GPU tests: CPU vs CUDA forward/backward, loss, NMS, the fp16 scaler, a one-rank NCCL group, the
 #      side-stream transfer path and the CUDA event clock (tests/device);
-#   2. kestrel bench step, yolov5s@640 batch 32, fp32 / fp16 / bf16;
+#   2. kestrel bench step, yolov5s@640 batch 32, fp32 / fp16 / bf16 channels-last, and fp16 NCHW;
 #   3. training: yolov5s@640 from scratch on coco128 repeated 16x (2048 images), batch 64, 2 epochs,
 #      --amp auto: img/s, GPU utilisation, data-wait share (report.json);
 #   4. YOLOv5 v7.0 train.py on the same data, GPU and settings (epoch times from the launcher);
@@ -85,6 +85,10 @@ run_check() {
   # shellcheck disable=SC2086
   "$K" bench step --cfg "$cfg" --img "$img" --batch "$bench_batch" --amp $amps --steps "$steps" --warmup 3 --device "$device" \
     > "$OUT/bench_step.txt" 2>&1 || echo "bench step FAILED"
+  # Channels-last (what training runs) against NCHW, in the precision GPU training uses.
+  local amp_layout=fp16; [ "$device" = cpu ] && amp_layout=bf16
+  "$K" bench step --cfg "$cfg" --img "$img" --batch "$bench_batch" --amp "$amp_layout" --steps "$steps" --warmup 3 \
+    --device "$device" --layout nchw 2>&1 | sed 's/^\(fp16\|bf16\):/nchw \1:/' >> "$OUT/bench_step.txt" || echo "bench step --layout nchw FAILED"
   cat "$OUT/bench_step.txt"
 
   echo "== 3. training benchmark"

@@ -18,6 +18,10 @@
 
 namespace kestrel {
 
+// The largest model a yaml may describe: far beyond any YOLO (yolov5x's widest layer has 1280
+// channels and 4 repeats), small enough that a mistake is an error rather than an allocation.
+constexpr int64_t kMaxClasses = 100000, kMaxChannels = 65536, kMaxRepeats = 1000;
+
 Arg Arg::boolean(bool v) {
   Arg a;
   a.kind = Kind::Bool;
@@ -180,6 +184,11 @@ ModelConfig parse_model_config(const std::string& yaml_text, const std::string& 
   cfg.depth_multiple = yaml_number(root["depth_multiple"], source, "'depth_multiple'");
   cfg.width_multiple = yaml_number(root["width_multiple"], source, "'width_multiple'");
   if (root["ch"]) cfg.ch = yaml_int(root["ch"], source, "'ch'");
+  // Bounds that keep a hostile or mistyped yaml from reaching LibTorch as a negative or absurd size.
+  if (cfg.nc < 1 || cfg.nc > kMaxClasses) fail(source, "'nc' must be 1.." + std::to_string(kMaxClasses) + ", not " + std::to_string(cfg.nc));
+  for (const auto& [name, v] : {std::pair<const char*, double>{"depth_multiple", cfg.depth_multiple}, {"width_multiple", cfg.width_multiple}})
+    if (!(v > 0 && v <= 16)) fail(source, std::string("'") + name + "' must be in (0, 16] (yolov5x: 1.33 and 1.25), not " + std::to_string(v));
+  if (cfg.ch && (*cfg.ch < 1 || *cfg.ch > 64)) fail(source, "'ch' (input channels) must be 1..64");
   if (const YAML::Node act = root["activation"]) {
     // Conv.default_act = eval(activation): only the default SiLU is implemented.
     if (!act.IsScalar() || (act.Scalar() != "nn.SiLU()" && act.Scalar() != "nn.SiLU"))
@@ -408,6 +417,8 @@ ModelSpec resolve_model(const ModelConfig& cfg, std::optional<int64_t> nc_overri
                         int64_t ch_default) {
   ModelSpec spec;
   spec.nc = nc_override.value_or(cfg.nc);
+  if (spec.nc < 1 || spec.nc > kMaxClasses)
+    fail(cfg.source, "the model cannot have " + std::to_string(spec.nc) + " classes (1.." + std::to_string(kMaxClasses) + ")");
   spec.ch = cfg.ch.value_or(ch_default);
   spec.na = cfg.anchors.kind == Arg::Kind::Int
                 ? cfg.anchors.i
@@ -457,6 +468,7 @@ ModelSpec resolve_model(const ModelConfig& cfg, std::optional<int64_t> nc_overri
     for (const Arg& a : row.args) args.push_back(eval_arg(a, cfg, spec.nc));
     const int64_t n = row.number > 1 ? std::max<int64_t>(round_half_even(row.number * gd), 1)
                                      : row.number;
+    if (n > kMaxRepeats) fail(row.where, "'number' x depth_multiple is " + std::to_string(n) + " repeats (at most " + std::to_string(kMaxRepeats) + ")");
     L.n = n;
     L.repeats = n;
     if (row.module == "Concat") {
@@ -488,6 +500,8 @@ ModelSpec resolve_model(const ModelConfig& cfg, std::optional<int64_t> nc_overri
       }
       L.c_out = c2;
     }
+    if (row.module != "Detect" && (L.c_out < 1 || L.c_out > kMaxChannels))
+      fail(row.where, row.module + " would have " + std::to_string(L.c_out) + " output channels (1.." + std::to_string(kMaxChannels) + ")");
     L.args = std::move(args);
     L.typed = typed_args(L);
     for (int64_t f : row.from)

@@ -36,12 +36,12 @@ double peak_rss_bytes(bool reset) {
   return 0;
 }
 
-// A batch as the loader would give it (pixels in 0..1, channels-last) with four boxes per image,
+// A batch as the loader would give it (pixels in 0..1, in the measured layout) with four boxes per image,
 // drawn from a generator of its own: measuring never moves the run's random stream.
 std::pair<torch::Tensor, torch::Tensor> synthetic_batch(const StepBenchOptions& o, int nc) {
   at::Generator gen = at::detail::createCPUGenerator(0);
   const torch::Tensor images = torch::rand({o.batch_size, 3, o.img_size, o.img_size}, gen)
-                                   .contiguous(torch::MemoryFormat::ChannelsLast).to(o.device);
+                                   .contiguous(o.memory_format).to(o.device);
   const int64_t n = 4 * o.batch_size;
   torch::Tensor t = torch::empty({n, 6});
   t.select(1, 0).copy_(torch::arange(n) / 4);
@@ -69,7 +69,7 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
   check_precision_supported(o.precision, o.device);
   const std::shared_ptr<DetectionModelImpl> model = source.copy();
   model->to(o.device);
-  model->set_memory_format(torch::MemoryFormat::ChannelsLast);  // as the trainer runs it
+  model->set_memory_format(o.memory_format);  // channels-last unless asked: as the trainer runs it
   model->train();
   auto optimizer = smart_optimizer(*model, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
   if (o.dp) o.dp->sync_gradients_of(model->parameters(), o.grad_sync);

@@ -24,6 +24,9 @@ struct StepBenchOptions {
   int steps = 3;           // timed steps; the figures are their means
   bool optimizer = true;   // include the SGD step (AutoBatch and --amp auto time forward+backward)
   torch::Device device = torch::kCPU;
+  // The layout of weights and batches: channels-last, as the trainer runs, or NCHW (Contiguous), to
+  // measure which is faster on a device (`bench step --layout`).
+  torch::MemoryFormat memory_format = torch::MemoryFormat::ChannelsLast;
   Hyp hyp;
   // A rank of a data-parallel job: each step's gradients are averaged over the job (loss x world
   // size, as the trainer), and the wait for that exchange is timed as communication.
@@ -35,7 +38,8 @@ struct StepTimes {
   double forward_ms = 0, loss_ms = 0, backward_ms = 0, communication_ms = 0, optimizer_ms = 0;
   double step_ms() const { return forward_ms + loss_ms + backward_ms + communication_ms + optimizer_ms; }
   double images_per_s = 0;
-  double peak_bytes = 0;  // CPU: resident memory the steps added at their peak (VmHWM); 0 on CUDA
+  double peak_bytes = 0;  // CPU: resident memory the steps added at their peak (VmHWM); CUDA: the caching
+                          // allocator's peak reserved bytes
 };
 
 StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions& options);
@@ -43,7 +47,8 @@ StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions&
 // `kestrel bench step`: the model (cfg and/or weights, nc classes) timed at each precision in one
 // run, a line each with the speed-up over the first.
 struct StepBenchRun {
-  std::string cfg, weights, device;  // "" = GPU 0 when there is one  // neither cfg nor weights: yolov5n.yaml
+  std::string cfg, weights;  // neither: yolov5n.yaml
+  std::string device;        // "" = GPU 0 when there is one
   int nc = 0;                                // 0: the model's own (80 for a yaml)
   std::vector<std::string> precisions = {"fp32", "bf16"};
   StepBenchOptions shape;

@@ -24,8 +24,10 @@ namespace kestrel {
 
 namespace {
 
+// The signal that asked the run to stop: SIGINT (Ctrl-C) or SIGTERM (what schedulers send before
+// they kill a job); 0 while none did.
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
+void on_stop_signal(int signal) { g_interrupted = signal; }
 
 // --multi-scale: a size in [0.5, 1.5] x img (a multiple of gs) drawn from (seed, epoch, batch).
 torch::Tensor multi_scale(const torch::Tensor& imgs, int img_size, int gs, int seed, int epoch, int i) {
@@ -50,7 +52,8 @@ TrainResult train(TrainOptions options) { return Trainer(std::move(options)).run
 
 TrainResult Trainer::run() {
   sampler_.start();
-  const auto old_handler = std::signal(SIGINT, on_sigint);
+  const auto old_int = std::signal(SIGINT, on_stop_signal);
+  const auto old_term = std::signal(SIGTERM, on_stop_signal);
   std::cout << "Image sizes " << opt_.img_size << " train, " << opt_.img_size << " val\n"
             << "Using " << workers_ << " dataloader workers, " << torch::get_num_threads() << " compute threads\n"
             << "Logging results to " << run_.save_dir << "\nStarting training for " << opt_.epochs << " epochs...\n";
@@ -61,7 +64,8 @@ TrainResult Trainer::run() {
     end_epoch(epoch);
   }
   sampler_.stop();
-  std::signal(SIGINT, old_handler);
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
   return finish();
 }
 
@@ -251,8 +255,8 @@ void Trainer::end_epoch(int epoch) {
   }
   ResultsCsv(run_.results_csv()).append(epoch, row);
   if ((!opt_.nosave || final_epoch) && !step_budget_spent_) {
-    writer_.write(run_.last_pt(), checkpoint_bytes(epoch + 1, 0));
-    writer_.wait();
+    write_last_pt(checkpoint_bytes(epoch + 1, 0));
+    wait_for_checkpoint();
     last_save_ = std::chrono::steady_clock::now();
     if (best_fitness_ == fi) fs::copy_file(run_.last_pt(), run_.best_pt(), fs::copy_options::overwrite_existing);
     if (opt_.save_period > 0 && epoch % opt_.save_period == 0)
@@ -301,13 +305,13 @@ void Trainer::save_mid_epoch(int epoch, int batch, bool in_background) {
   if (grads_pending_) dp_->average_gradients();
   last_save_ = std::chrono::steady_clock::now();
   if (!dp_->main()) return;
-  writer_.write(run_.last_pt(), checkpoint_bytes(epoch, batch));
+  write_last_pt(checkpoint_bytes(epoch, batch));
   last_save_ = std::chrono::steady_clock::now();
   if (in_background) {
     std::printf("--save-minutes: writing %s at epoch %d, batch %d/%d\n", run_.last_pt().c_str(), epoch, batch, nb_);
     std::fflush(stdout);
   } else {
-    writer_.wait();
+    wait_for_checkpoint();
   }
 }
 
@@ -331,8 +335,25 @@ void Trainer::finish_plots() {
   if (!opt_.noplots && fs::exists(run_.results_csv())) write_results_plot(run_.results_csv(), run_.save_dir + "/results.png");
 }
 
+// A failed write (a full disk, a folder gone read-only) stops the run with what to do: the write went
+// to a temporary, so the last.pt before it is whole and resumes.
+void Trainer::wait_for_checkpoint() {
+  try {
+    writer_.wait();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("checkpoint not saved: ") + e.what() + ". " +
+                             (fs::exists(run_.last_pt()) ? "The previous " + run_.last_pt() + " is intact: free disk space (or make the folder writable), then `kestrel train --resume " + run_.last_pt() + "`"
+                                                         : std::string("No checkpoint was saved before: free disk space and start the run again")));
+  }
+}
+
+void Trainer::write_last_pt(std::string bytes) {
+  wait_for_checkpoint();  // the previous background write's error, if any, first
+  writer_.write(run_.last_pt(), std::move(bytes));
+}
+
 TrainResult Trainer::finish() {
-  writer_.wait();
+  wait_for_checkpoint();
   TrainResult result;
   result.save_dir = run_.save_dir;
   result.epochs_run = epochs_run_;
@@ -343,6 +364,7 @@ TrainResult Trainer::finish() {
   result.last_epoch_seconds = epoch_train_seconds_;
   result.seconds_per_val = val_passes_ ? val_seconds_ / val_passes_ : 0;
   result.interrupted = interrupted_;
+  result.stop_signal = interrupted_ ? (g_interrupted != 0 ? static_cast<int>(g_interrupted) : SIGINT) : 0;
   result.ran = opt_;
   result.ran.workers = workers_;
   result.ran.cache = cache_name(cache_);
@@ -355,7 +377,8 @@ TrainResult Trainer::finish() {
     const std::string job = w.distributed() ? " --nproc-per-node " + std::to_string(w.local_size) +
                                                   (w.size > w.local_size ? " --nnodes " + std::to_string(w.size / w.local_size) : "")
                                             : "";
-    std::cerr << "\nInterrupted: saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << job
+    std::cout << std::flush;  // the run's last lines before the message that ends it
+    std::cerr << "\n" << (result.stop_signal == SIGTERM ? "Stopped by SIGTERM" : "Interrupted") << ": saved " << run_.last_pt() << "; continue with `kestrel train --resume " << run_.last_pt() << job
               << "`\n";
     return result;
   }

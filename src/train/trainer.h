@@ -55,7 +55,8 @@ struct TrainResult {
   double last_epoch_seconds = 0; // training time of the last epoch (no validation)
   double seconds_per_val = 0;    // mean time of a validation pass
   Verdict verdict;               // what limited the run (also in report.json)
-  bool interrupted = false;      // Ctrl-C stopped it (last.pt saved for --resume)
+  bool interrupted = false;      // Ctrl-C or SIGTERM stopped it (last.pt saved for --resume)
+  int stop_signal = 0;           // which: SIGINT or SIGTERM (another rank's in a job: SIGINT)
   TrainOptions ran;              // the options as run: --batch, --amp, --workers and --cache resolved
   int steps_per_epoch = 0;       // batches in a full epoch of the training data
   SystemSummary system;          // CPU/GPU use over the whole run
@@ -92,6 +93,8 @@ class Trainer {
   ResumePoint resume_point(int epoch, int batch) const;
   std::string checkpoint_bytes(int epoch, int batch);
   void save_mid_epoch(int epoch, int batch, bool in_background);
+  void write_last_pt(std::string bytes);  // atomically, in the background
+  void wait_for_checkpoint();             // rethrows a failed write with what the user can do
   void plot_train_batch(int i, const Batch& batch);
   void finish_plots();  // waits for the batch pictures, draws results.png
   TrainResult finish();

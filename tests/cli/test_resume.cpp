@@ -1,5 +1,5 @@
-// Exact resume: a run stopped anywhere (Ctrl-C at a random step, Ctrl-C at an epoch boundary, SIGKILL
-// between two --save-minutes checkpoints) and continued with --resume writes a results.csv identical,
+// Exact resume: a run stopped anywhere (Ctrl-C at a random step, Ctrl-C at an epoch boundary, SIGTERM,
+// SIGKILL between two --save-minutes checkpoints) and continued with --resume writes a results.csv identical,
 // byte for byte, to the run that was never stopped. The dataset is small enough for the warmup's
 // growing accumulation windows to be cut in the middle, so pending gradients are part of the test.
 #include <gtest/gtest.h>
@@ -85,6 +85,45 @@ TEST_F(Resume, CtrlCAtAnEpochBoundary) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_TRUE(resumed.has("(epoch 2)")) << resumed.output;
   EXPECT_EQ(results("sigint_epoch"), reference_);
+}
+
+// SIGTERM, what a scheduler sends before it kills a job, stops the run as Ctrl-C does: last.pt after
+// the batch in flight, an exit status that names the signal (128 + 15), an exact resume.
+TEST_F(Resume, SigtermActsAsCtrlC) {
+  const CommandResult stopped = train("sigterm", {"--save-minutes", "0.0001"}, after_batch(1, 2), SIGTERM);
+  ASSERT_EQ(stopped.exit_code, 128 + SIGTERM) << stopped.output;
+  EXPECT_TRUE(stopped.has("Stopped by SIGTERM: saved ")) << stopped.output;
+  const CommandResult resumed = resume("sigterm");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(results("sigterm"), reference_);
+}
+
+// The disk fills while last.pt is written (a file-size limit: writes past 1 MB fail with EFBIG, as on a
+// full disk, with SIGXFSZ ignored as a shell's `ulimit -f` user would see it): the run stops with a
+// message that says the previous checkpoint is intact, that checkpoint is untouched, and once there
+// is room again it resumes to the uninterrupted run's results.
+TEST_F(Resume, FullDiskWhileWritingLastPtKeepsThePreviousOne) {
+  const CommandResult stopped = train("full", {"--save-minutes", "0.0001"}, after_batch(1, 2));
+  ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+  const std::string last = root_ + "/runs/full/weights/last.pt";
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string before = read(last);
+  ASSERT_GT(before.size(), 2u << 20) << "the checkpoint must be larger than the limit below";
+  const CommandResult full = run_program("sh", {"-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", KESTREL_BIN, "train",
+                                                "--resume", last, "--no-progress"},
+                                         root_, {}, 0);
+  EXPECT_EQ(full.exit_code, 1) << full.output;
+  EXPECT_TRUE(full.has("checkpoint not saved: cannot write " + last)) << full.output;
+  EXPECT_TRUE(full.has("The previous " + last + " is intact")) << full.output;
+  EXPECT_EQ(read(last), before);  // the failed write went to a temporary, removed
+  const CommandResult resumed = resume("full");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(results("full"), reference_);
 }
 
 TEST_F(Resume, SigkillBetweenSaveMinutesCheckpoints) {

@@ -199,5 +199,27 @@ TEST(ModelConfig, ErrorsNameTheFileAndRow) {
   EXPECT_NE(err.find("empty.yaml"), std::string::npos) << err;
 }
 
+// Sizes a hostile or mistyped yaml gives are refused with the file (and the layer), before LibTorch
+// would see a negative or absurd dimension.
+TEST(ModelConfig, AbsurdSizesAreRefusedWithTheFileAndLayer) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string y = kTiny;
+    y.replace(y.find(from), from.size(), to);
+    return y;
+  };
+  std::string err = error_of([&] { parse_model_config(with("width_multiple: 0.5", "width_multiple: -0.5"), "neg.yaml"); });
+  EXPECT_NE(err.find("neg.yaml: 'width_multiple' must be in (0, 16]"), std::string::npos) << err;
+  err = error_of([&] { parse_model_config(with("depth_multiple: 0.5", "depth_multiple: 0"), "zero.yaml"); });
+  EXPECT_NE(err.find("zero.yaml: 'depth_multiple'"), std::string::npos) << err;
+  err = error_of([&] { parse_model_config(with("nc: 4", "nc: -3"), "nc.yaml"); });
+  EXPECT_NE(err.find("nc.yaml: 'nc' must be 1..100000"), std::string::npos) << err;
+  err = error_of([&] { resolve_model(parse_model_config(kTiny, "tiny.yaml"), 0); });
+  EXPECT_NE(err.find("tiny.yaml: the model cannot have 0 classes"), std::string::npos) << err;
+  err = error_of([&] { resolve_model(parse_model_config(with("[32, 3, 2]", "[-64, 3, 2]"), "chan.yaml")); });
+  EXPECT_NE(err.find("chan.yaml backbone row 0 (layer 0): Conv would have"), std::string::npos) << err;
+  err = error_of([&] { resolve_model(parse_model_config(with("[-1, 4, C3, [64]]", "[-1, 400000, C3, [64]]"), "deep.yaml")); });
+  EXPECT_NE(err.find("deep.yaml backbone row 2 (layer 2): 'number' x depth_multiple"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace kestrel
