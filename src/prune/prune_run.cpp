@@ -12,14 +12,14 @@
 #include "data/index/dataset_config.h"
 #include "data/index/label_index.h"
 #include "data/loader/loader.h"
+#include "device/batch_upload.h"
+#include "device/device.h"
 #include "model/checkpoint.h"
 #include "model/model_info.h"
 #include "model/weights.h"
 #include "report/run_dir.h"
 #include "train/amp_choice.h"
 #include "train/sparsity.h"
-#include "device/batch_upload.h"
-#include "device/device.h"
 #include "val/validator.h"
 
 namespace kestrel {

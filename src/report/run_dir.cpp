@@ -46,4 +46,12 @@ RunDir make_run_dir(const std::string& project, const std::string& name, bool ex
   return run;
 }
 
+std::string path_component(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return "_";
+  std::string out = name;
+  for (char& c : out)
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  return out;
+}
+
 }  // namespace kestrel

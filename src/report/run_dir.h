@@ -11,6 +11,11 @@ namespace kestrel {
 std::string increment_path(const std::string& path, bool exist_ok = false, const std::string& sep = "",
                            bool mkdir = false);
 
+// A name from the data (a class name from data.yaml or a checkpoint) as one folder or file name inside
+// a run folder: '/', '\\' and control characters become '_', and "", "." and ".." become "_", so a
+// hostile name ("../../etc") cannot place a file outside the run.
+std::string path_component(const std::string& name);
+
 struct RunDir {
   std::string save_dir;     // e.g. runs/train/exp3
   std::string weights_dir;  // save_dir/weights

@@ -14,12 +14,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include "device/device.h"
 #include "distributed/launch.h"
 #include "model/model_info.h"
 #include "model/weights.h"
 #include "train/loss.h"
 #include "train/optimizer.h"
-#include "device/device.h"
 
 namespace kestrel {
 

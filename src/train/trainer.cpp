@@ -9,14 +9,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/elapsed.h"
 #include "data/augment/rng.h"
+#include "device/batch_upload.h"
 #include "profile/report_json.h"
 #include "report/batch_plot.h"
 #include "report/progress_bar.h"
 #include "report/results_plot.h"
 #include "train/optimizer.h"
-#include "device/batch_upload.h"
-#include "core/elapsed.h"
 
 namespace fs = std::filesystem;
 

@@ -7,11 +7,12 @@
 #include <thread>
 
 #include "data/index/demo_dataset.h"
-#include "data/io/cache_dir.h"
 #include "data/index/index_report.h"
 #include "data/index/scan.h"
 #include "data/index/scan_report.h"
+#include "data/io/cache_dir.h"
 #include "data/loader/worker_tuning.h"
+#include "device/device.h"
 #include "distributed/launch.h"
 #include "model/model_info.h"
 #include "profile/doctor.h"
@@ -22,7 +23,6 @@
 #include "train/auto_batch.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
-#include "device/device.h"
 
 namespace fs = std::filesystem;
 

@@ -9,11 +9,11 @@
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "device/device.h"
 #include "model/precision.h"
 #include "report/bar_chart.h"
 #include "report/run_dir.h"
 #include "train/trainer.h"
-#include "device/device.h"
 
 namespace kestrel {
 

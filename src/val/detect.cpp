@@ -10,10 +10,10 @@
 #include <opencv2/imgproc.hpp>
 
 #include "data/augment/letterbox.h"
+#include "device/batch_upload.h"
 #include "eval/boxes.h"
 #include "eval/nms.h"
 #include "report/plot_canvas.h"
-#include "device/batch_upload.h"
 
 namespace kestrel {
 

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "data/io/image_decode.h"
+#include "device/device.h"
 #include "model/weights.h"
 #include "report/run_dir.h"
-#include "device/device.h"
 #include "val/detect_sources.h"
 
 namespace fs = std::filesystem;
@@ -66,7 +66,7 @@ class DetectLoop {
       if (crop.empty()) continue;
       const int cls = static_cast<int>(b[i][5]);
       const std::vector<std::string>& names = model_->names();
-      const std::string dir = s_.save_dir + "/crops/" + (cls < static_cast<int>(names.size()) ? names[cls] : std::to_string(cls));
+      const std::string dir = s_.save_dir + "/crops/" + path_component(cls < static_cast<int>(names.size()) ? names[cls] : std::to_string(cls));
       fs::create_directories(dir);
       const std::string path = increment_path(dir + "/" + stem + ".jpg");
       if (!cv::imwrite(path, crop)) std::cerr << "WARNING: could not write " << path << "\n";

@@ -8,9 +8,9 @@
 #include "data/index/dataset_config.h"
 #include "data/index/index_report.h"
 #include "data/index/label_index.h"
+#include "device/device.h"
 #include "model/weights.h"
 #include "report/run_dir.h"
-#include "device/device.h"
 #include "val/val_saving.h"
 
 namespace fs = std::filesystem;

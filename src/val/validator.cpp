@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/elapsed.h"
+#include "device/batch_upload.h"
 #include "eval/nms.h"
 #include "report/progress_bar.h"
-#include "device/batch_upload.h"
 #include "val/val_plots.h"
-#include "core/elapsed.h"
 
 namespace kestrel {
 

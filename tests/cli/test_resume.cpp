@@ -4,6 +4,7 @@
 // growing accumulation windows to be cut in the middle, so pending gradients are part of the test.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -124,6 +125,26 @@ TEST_F(Resume, FullDiskWhileWritingLastPtKeepsThePreviousOne) {
   const CommandResult resumed = resume("full");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(results("full"), reference_);
+}
+
+// The dataset's folder vanishes mid-run (a network mount dropping): the run stops with an error that
+// names an image it could not read, does not hang, keeps the last epoch's last.pt, and once the
+// folder is back it resumes to the uninterrupted run's results. (--cache none: a RAM cache would
+// never read the folder again.)
+TEST_F(Resume, VanishedDatasetStopsNamingTheFileAndResumes) {
+  const std::string folder = root_ + "/three", away = root_ + "/three_unmounted";
+  const CommandResult stopped = train("vanish", {"--cache", "none"}, [&](const std::string& line) {
+    if (line.rfind("epoch 0:", 0) == 0) std::filesystem::rename(folder, away);
+    return false;  // no signal: the missing files stop the run
+  });
+  std::filesystem::rename(away, folder);
+  ASSERT_EQ(stopped.exit_code, 1) << stopped.output;
+  EXPECT_TRUE(stopped.has("kestrel: error:")) << stopped.output;
+  EXPECT_TRUE(stopped.has(folder + "/images/")) << "the error names the image it could not read\n" << stopped.output;
+  ASSERT_TRUE(std::filesystem::exists(root_ + "/runs/vanish/weights/last.pt"));
+  const CommandResult resumed = resume("vanish");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(results("vanish"), reference_);
 }
 
 TEST_F(Resume, SigkillBetweenSaveMinutesCheckpoints) {

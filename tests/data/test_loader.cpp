@@ -496,6 +496,47 @@ TEST(ImageCache, DiskCacheIsSharedReusedAndInvalidated) {
   EXPECT_TRUE(run_epoch(third, 2) == run_epoch(records, o, 2));
 }
 
+// A cache file damaged after it was written (a byte of pixels flipped on disk, or the file cut short
+// by a full disk or an interrupted copy) is never trusted: it is rebuilt, and the batches are the
+// bytes the images decode to.
+TEST(ImageCache, DamagedOrTruncatedDiskCacheIsRebuilt) {
+  const std::string root = test::temp_dir("cache_damaged");
+  fs::create_directories(root + "/images");
+  const auto records = tiny_dataset(root + "/images", 6);
+  LoaderOptions o = small_options(2);
+  const auto plain = run_epoch(records, o, 1);
+  o.cache = CacheMode::disk;
+  std::string path;
+  {
+    Loader first(records, o);
+    ASSERT_NE(first.cache(), nullptr);
+    path = first.cache()->path();
+  }
+  const auto size = fs::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size - 100));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(size - 100));
+    f.put(static_cast<char>(c ^ 0x5a));  // a pixel of the last image, same file size
+  }
+  {
+    Loader second(records, o);
+    ASSERT_NE(second.cache(), nullptr);
+    EXPECT_FALSE(second.cache()->reused()) << "a cache whose pixels changed was trusted";
+    EXPECT_TRUE(run_epoch(second, 1) == plain);
+  }
+  {
+    Loader third(records, o);  // the rebuilt file is whole again
+    EXPECT_TRUE(third.cache()->reused());
+  }
+  fs::resize_file(path, size - 4096);
+  Loader fourth(records, o);
+  ASSERT_NE(fourth.cache(), nullptr);
+  EXPECT_FALSE(fourth.cache()->reused()) << "a truncated cache was trusted";
+  EXPECT_TRUE(run_epoch(fourth, 1) == plain);
+}
+
 TEST(ImageCache, DiskCacheGoesToTheUserCacheWhenTheDataIsReadOnly) {
   const std::string root = test::temp_dir("cache_ro");
   fs::create_directories(root + "/data/images");

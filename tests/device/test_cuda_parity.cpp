@@ -10,11 +10,11 @@
 #include "core/hyp.h"
 #include "device/device.h"
 #include "distributed/process_group.h"
-#include "profile/doctor_dist.h"
 #include "eval/nms.h"
 #include "model/detection_model.h"
 #include "model/model_config.h"
 #include "model/precision.h"
+#include "profile/doctor_dist.h"
 #include "train/grad_scaler.h"
 #include "train/loss.h"
 

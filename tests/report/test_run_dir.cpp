@@ -39,4 +39,15 @@ TEST(RunDir, IncrementPathDetails) {
 }
 
 }  // namespace
+// Class names become folder names (detect's crops/<class>/): none may climb out of the run folder.
+TEST(RunDir, DataNamesBecomeOneSafePathComponent) {
+  EXPECT_EQ(path_component("person"), "person");
+  EXPECT_EQ(path_component("traffic light"), "traffic light");
+  EXPECT_EQ(path_component("../../etc/cron.d"), ".._.._etc_cron.d");
+  EXPECT_EQ(path_component(".."), "_");
+  EXPECT_EQ(path_component("."), "_");
+  EXPECT_EQ(path_component(""), "_");
+  EXPECT_EQ(path_component("a\\b\nc"), "a_b_c");
+}
+
 }  // namespace kestrel

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "data/io/cache_dir.h"
+#include "data/io/content_hash.h"
 #include "data/io/dataset_files.h"
 #include "data/io/image_decode.h"
 
@@ -36,7 +37,7 @@ const char* cache_name(CacheMode m) { return m == CacheMode::ram ? "ram" : m == 
 namespace {
 
 constexpr char kMagic[8] = {'K', 'S', 'T', 'R', 'L', 'I', 'M', 'G'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: a checksum per image
 constexpr size_t kAlign = 64;  // every image starts on a cache line
 
 struct FileHeader {
@@ -45,7 +46,7 @@ struct FileHeader {
   uint64_t count, key, total_bytes;
 };
 static_assert(sizeof(FileHeader) == 48, "the header is part of the file format");
-static_assert(sizeof(ImageCache::Entry) == 24, "the offset table is part of the file format");
+static_assert(sizeof(ImageCache::Entry) == 32, "the offset table is part of the file format");
 
 size_t pixel_bytes(cv::Size s) { return static_cast<size_t>(s.width) * static_cast<size_t>(s.height) * 3; }
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
@@ -101,7 +102,7 @@ size_t plan_layout(const std::vector<ImageRecord>& records, int img_size, std::v
     if ((w0 <= 0 || h0 <= 0) && !read_image_size(records[i].image_path, &w0, &h0))
       throw ImageError("cannot read the size of " + records[i].image_path);
     const cv::Size s = resized_size(w0, h0, img_size);
-    entries[i] = {offset, s.height, s.width, h0, w0};
+    entries[i] = {offset, s.height, s.width, h0, w0, 0};
     offset = align_up(offset + pixel_bytes(s));
   }
   return offset;
@@ -125,6 +126,7 @@ void fill_block(uint8_t* block, size_t total, const std::vector<ImageRecord>& re
     e.orig_h = h0, e.orig_w = w0;
     const size_t row = static_cast<size_t>(e.w) * 3;
     for (int y = 0; y < img.rows; ++y) std::memcpy(block + e.offset + y * row, img.ptr(y), row);
+    e.checksum = content_hash64(block + e.offset, row * img.rows);
   });
   std::memcpy(block, &h, sizeof h);
   std::memcpy(block + table_offset(), entries.data(), entries.size() * sizeof(ImageCache::Entry));
@@ -143,6 +145,19 @@ bool block_valid(const uint8_t* block, size_t bytes, size_t count, int img_size,
   for (size_t i = 0; i < count; ++i)
     if (e[i].h <= 0 || e[i].w <= 0 || e[i].offset + static_cast<uint64_t>(e[i].h) * e[i].w * 3 > bytes) return false;
   return true;
+}
+
+// The first image whose pixels do not match their checksum, or SIZE_MAX when all do.
+size_t first_damaged(const uint8_t* block, const ImageCache::Entry* e, size_t count, const ParallelFor& parallel_for) {
+  std::atomic<size_t> damaged{SIZE_MAX};
+  parallel_for(count, [&](size_t i) {
+    if (content_hash64(block + e[i].offset, static_cast<size_t>(e[i].h) * e[i].w * 3) != e[i].checksum) {
+      size_t seen = damaged.load();
+      while (i < seen && !damaged.compare_exchange_weak(seen, i)) {
+      }
+    }
+  });
+  return damaged.load();
 }
 
 // Maps `path` read-only; nullptr when it cannot be opened or mapped.
@@ -294,6 +309,13 @@ std::unique_ptr<ImageCache> ImageCache::open_or_build_disk(const std::vector<Ima
     uint8_t* map = map_file(path, &bytes);
     if (!map) return nullptr;
     if (!block_valid(map, bytes, records.size(), img_size, augment, key)) {
+      munmap(map, bytes);
+      return nullptr;
+    }
+    const auto* entries = reinterpret_cast<const Entry*>(map + table_offset());
+    if (const size_t bad = first_damaged(map, entries, records.size(), parallel_for); bad != SIZE_MAX) {
+      std::fprintf(stderr, "kestrel: image cache %s is damaged (the cached pixels of %s do not match their checksum); rebuilding it\n",
+                   path.c_str(), records[bad].image_path.c_str());
       munmap(map, bytes);
       return nullptr;
     }

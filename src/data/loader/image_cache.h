@@ -6,6 +6,8 @@
 //    pixels. Written to a temporary file and renamed into place, so processes that start together
 //    never see a half-written cache and later runs reuse it; a key over the image paths, sizes and
 //    mtimes invalidates it when the data changes. Reads are zero-copy cv::Mat headers over the mapping.
+//    Each image's pixels carry a checksum, verified whenever an existing file is mapped: a truncated,
+//    garbled or half-copied cache is rebuilt, never trusted (hashing runs at several GB/s).
 // Both mappings are read-only once filled: code that wrote into a cached image would fault at once
 // instead of silently corrupting later epochs.
 #pragma once
@@ -72,6 +74,7 @@ class ImageCache {
   struct Entry {
     uint64_t offset;
     int32_t h, w, orig_h, orig_w;
+    uint64_t checksum;  // content_hash64 of the image's h*w*3 pixel bytes
   };
 
  private:
