@@ -51,8 +51,12 @@ BatchUploader::~BatchUploader() = default;
 std::pmr::memory_resource* BatchUploader::host_memory() { return cuda_ ? &cuda_->memory : nullptr; }
 
 DeviceBatch BatchUploader::upload(const Batch& batch) {
-  if (!cuda_) return upload_now(batch, device_);  // reads the loader's buffer now: nothing is left to wait for
   DeviceBatch d;
+  if (!cuda_) {  // reads the loader's buffer now: nothing is left to wait for
+    d = upload_now(batch, device_);
+    d.host = without_pixels(batch);
+    return d;
+  }
   d.host = without_pixels(batch);
   c10::cuda::CUDAGuard guard(device_.index());
   // Destinations come from the compute stream's pool, so ready() and everything after it use them in
@@ -95,8 +99,7 @@ const torch::Tensor& BatchUploader::ready(DeviceBatch& b) {
 }
 
 DeviceBatch upload_now(const Batch& batch, const torch::Device& device) {
-  DeviceBatch d;
-  d.host = without_pixels(batch);
+  DeviceBatch d;  // no host copy: the caller still holds the batch
   torch::Tensor u8 = host_pixels(batch);
   // from_blob does not copy: the copy to the device (or the CPU conversion) does, before this returns.
   d.images = normalise_images(device.is_cuda() ? u8.to(device) : u8);

@@ -21,8 +21,8 @@ namespace kestrel {
 struct DeviceBatch {
   torch::Tensor images;   // uint8 NCHW on the device until ready(); then float 0..1, channels-last
   torch::Tensor targets;  // [labels,6] float32 (image index, class, x, y, w, h normalised) on the device
-  Batch host;             // the batch's labels, paths and shapes without its pixels, valid after the
-                          // loader reuses its buffer (reports of a step that went wrong, plots)
+  Batch host;             // upload(): the batch's labels, paths and shapes without its pixels, valid
+                          // after the loader reuses its buffer (the report of a step that went wrong)
   std::shared_ptr<void> copied;  // CUDA: the event recorded after the copies (opaque here)
   bool normalised = false;
   explicit operator bool() const { return images.defined(); }
@@ -50,7 +50,8 @@ class BatchUploader {
   std::unique_ptr<Cuda> cuda_;
 };
 
-// A batch on the device now (upload + ready): validation, detection and one-off measurements.
+// A batch on the device now (upload + ready), without the host copy (the caller still holds the batch):
+// validation, detection and one-off measurements.
 DeviceBatch upload_now(const Batch& batch, const torch::Device& device);
 
 // uint8 NCHW -> float 0..1 channels-last, in one conversion pass and one scaling pass, on the tensor's
