@@ -45,16 +45,28 @@ AmpChoice choose_amp(const std::string& flag, const DetectionModelImpl& model, c
     return c;
   }
   StepBenchOptions o = shape;
-  o.warmup = 1, o.steps = 2, o.optimizer = false;
-  o.precision = Precision::fp32;
-  const StepTimes fp32 = measure_steps(model, o);
-  o.precision = Precision::bf16;
-  const StepTimes bf16 = measure_steps(model, o);
-  c.precision = bf16.step_ms() < fp32.step_ms() ? Precision::bf16 : Precision::fp32;
-  char line[240];
-  std::snprintf(line, sizeof line, "--amp auto: forward+backward at batch %d, %d px: fp32 %.0f ms, bf16 %.0f ms -> %s",
-                shape.batch_size, shape.img_size, fp32.step_ms(), bf16.step_ms(),
-                c.precision == Precision::bf16 ? "bf16 mixed precision" : "fp32 (bf16 is not faster here)");
+  o.optimizer = false;  // its cost does not depend on the precision; the run's check leaves it out too
+  StepRunner runner(model, o);
+  runner.step(Precision::fp32), runner.step(Precision::bf16);  // warm-up: each precision's kernels and buffers
+  std::vector<double> ms[2];
+  for (int r = 0; r < kAmpProbeRepeats; ++r)
+    for (int k = 0; k < 2; ++k) {  // fp32 bf16, bf16 fp32, ...: a drift in the machine's speed hits both alike
+      const int which = (r + k) % 2;
+      const StepTimes t = runner.step(which ? Precision::bf16 : Precision::fp32);
+      ms[which].push_back(t.forward_ms + t.loss_ms + t.backward_ms);
+    }
+  c.fp32_ms = summarize_samples(ms[0]), c.bf16_ms = summarize_samples(ms[1]);
+  const double noise = comparison_noise(c.fp32_ms, c.bf16_ms, 0.02);
+  const double gain = 1 - c.bf16_ms.median / c.fp32_ms.median;
+  c.precision = gain > noise ? Precision::bf16 : Precision::fp32;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "--amp auto: forward+loss+backward at batch %d, %d px, median of %d alternating steps each: fp32 %.0f ms "
+                "±%.1f%%, bf16 %.0f ms ±%.1f%% -> %s",
+                shape.batch_size, shape.img_size, kAmpProbeRepeats, c.fp32_ms.median, 50 * c.fp32_ms.spread, c.bf16_ms.median,
+                50 * c.bf16_ms.spread,
+                c.precision == Precision::bf16 ? "bf16 mixed precision" : gain < -noise ? "fp32 (bf16 is slower here)"
+                                                                                        : "fp32 (the two are within the noise)");
   c.why = line;
   return c;
 }

@@ -44,19 +44,19 @@ AutoBatchChoice auto_batch(const DetectionModelImpl& model, const StepBenchOptio
   for (int b = 2; probe_next_batch(c.curve, c.memory_limit, std::max(2, max_batch)); b *= 2) {
     o.batch_size = b;
     const StepTimes t = measure_steps(model, o);
-    c.curve.push_back({b, t.images_per_s, t.peak_bytes});
+    c.curve.push_back({b, t.images_per_s, t.peak_bytes, t.spread});
   }
   c.batch = pick_batch(c.curve, c.memory_limit);
   std::string line = "AutoBatch (" + precision_name(shape.precision) + ", " + std::to_string(shape.img_size) + " px):";
   for (const BatchProbe& p : c.curve) {
-    char probe[80];
-    std::snprintf(probe, sizeof probe, " %d: %.1f img/s %.2f GB%s", p.batch, p.images_per_s, p.peak_bytes / 1e9,
-                  &p == &c.curve.back() ? "" : ",");
+    char probe[96];
+    std::snprintf(probe, sizeof probe, " %d: %.1f img/s ±%.0f%% %.2f GB%s", p.batch, p.images_per_s, 50 * p.spread,
+                  p.peak_bytes / 1e9, &p == &c.curve.back() ? "" : ",");
     line += probe;
   }
   char tail[120];
-  std::snprintf(tail, sizeof tail, " -> batch %d, the smallest within 5%% of the best img/s, within %.1f GB (60%% of the memory available)", c.batch,
-                c.memory_limit / 1e9);
+  std::snprintf(tail, sizeof tail, " -> batch %d, the smallest within 5%% of the best img/s, within %.1f GB (60%% of the memory available)",
+                c.batch, c.memory_limit / 1e9);
   c.why = line + tail;
   return c;
 }

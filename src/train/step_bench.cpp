@@ -14,6 +14,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include "core/sample_stats.h"
 #include "device/device.h"
 #include "distributed/launch.h"
 #include "model/model_info.h"
@@ -65,18 +66,46 @@ struct Clock {
 
 }  // namespace
 
-StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions& o) {
+StepRunner::StepRunner(const DetectionModelImpl& source, const StepBenchOptions& o)
+    : o_(o), model_(source.copy()) {
   check_precision_supported(o.precision, o.device);
-  const std::shared_ptr<DetectionModelImpl> model = source.copy();
-  model->to(o.device);
-  model->set_memory_format(o.memory_format);  // channels-last unless asked: as the trainer runs it
-  model->train();
-  auto optimizer = smart_optimizer(*model, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
-  if (o.dp) o.dp->sync_gradients_of(model->parameters(), o.grad_sync);
-  YoloLoss loss(loss_config_from_hyp(o.hyp, static_cast<int>(model->nc()), static_cast<int>(model->nl()), o.img_size,
-                                     model->anchors().to(o.device)));
-  const auto [images, targets] = synthetic_batch(o, static_cast<int>(model->nc()));
-  StepTimes sum;
+  model_->to(o.device);
+  model_->set_memory_format(o.memory_format);  // channels-last unless asked: as the trainer runs it
+  model_->train();
+  optimizer_ = smart_optimizer(*model_, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
+  if (o.dp) o.dp->sync_gradients_of(model_->parameters(), o.grad_sync);
+  loss_ = std::make_unique<YoloLoss>(loss_config_from_hyp(o.hyp, static_cast<int>(model_->nc()), static_cast<int>(model_->nl()),
+                                                          o.img_size, model_->anchors().to(o.device)));
+  std::tie(images_, targets_) = synthetic_batch(o, static_cast<int>(model_->nc()));
+}
+
+StepRunner::~StepRunner() = default;
+
+StepTimes StepRunner::step(Precision precision) {
+  StepTimes t;
+  Clock clock{o_.device};
+  std::vector<torch::Tensor> pred;
+  {
+    Autocast autocast(precision, o_.device);
+    pred = model_->forward(images_);
+  }
+  t.forward_ms = clock.lap_ms();
+  torch::Tensor l = (*loss_)(pred, targets_).first;
+  if (o_.dp) l = l * o_.dp->size();
+  t.loss_ms = clock.lap_ms();
+  if (o_.dp) o_.dp->arm_gradient_sync();
+  l.backward();
+  t.backward_ms = clock.lap_ms();
+  if (o_.dp) o_.dp->finish_gradient_sync(), t.communication_ms = clock.lap_ms();
+  if (o_.optimizer) optimizer_->step();
+  optimizer_->zero_grad();
+  t.optimizer_ms = clock.lap_ms();
+  t.images_per_s = 1000.0 * o_.batch_size * (o_.dp ? o_.dp->size() : 1) / t.step_ms();
+  return t;
+}
+
+StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions& o) {
+  StepRunner runner(source, o);
   const bool on_cpu = !o.device.is_cuda();
   // Freed heap memory goes back to the system first, so the peak counts what a step needs, not
   // what an earlier measurement left in malloc's free lists. The warm-up step is counted too: it is
@@ -90,34 +119,21 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
     c10::cuda::CUDACachingAllocator::emptyCache();
     reset_peak_memory(o.device);
   }
+  StepTimes sum;
+  std::vector<double> step_ms;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
-    const bool timed = s >= o.warmup;
-    Clock clock{o.device};
-    std::vector<torch::Tensor> pred;
-    {
-      Autocast autocast(o.precision, o.device);
-      pred = model->forward(images);
-    }
-    const double fwd = clock.lap_ms();
-    torch::Tensor l = loss(pred, targets).first;
-    if (o.dp) l = l * o.dp->size();
-    const double ls = clock.lap_ms();
-    if (o.dp) o.dp->arm_gradient_sync();
-    l.backward();
-    const double bwd = clock.lap_ms();
-    double comm = 0;
-    if (o.dp) o.dp->finish_gradient_sync(), comm = clock.lap_ms();
-    if (o.optimizer) optimizer->step();
-    optimizer->zero_grad();
-    const double opt = clock.lap_ms();
-    if (timed)
-      sum.forward_ms += fwd, sum.loss_ms += ls, sum.backward_ms += bwd, sum.communication_ms += comm, sum.optimizer_ms += opt;
+    const StepTimes t = runner.step(o.precision);
+    if (s < o.warmup) continue;
+    step_ms.push_back(t.step_ms());
+    sum.forward_ms += t.forward_ms, sum.loss_ms += t.loss_ms, sum.backward_ms += t.backward_ms;
+    sum.communication_ms += t.communication_ms, sum.optimizer_ms += t.optimizer_ms;
   }
   StepTimes t;
   t.forward_ms = sum.forward_ms / o.steps, t.loss_ms = sum.loss_ms / o.steps;
   t.backward_ms = sum.backward_ms / o.steps, t.optimizer_ms = sum.optimizer_ms / o.steps;
   t.communication_ms = sum.communication_ms / o.steps;
   t.images_per_s = 1000.0 * o.batch_size * (o.dp ? o.dp->size() : 1) / t.step_ms();
+  t.spread = summarize_samples(step_ms).spread;
   t.peak_bytes = on_cpu ? std::max(0.0, peak_rss_bytes(false) - rss_before) : peak_memory_bytes(o.device);
   return t;
 }

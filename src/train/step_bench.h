@@ -13,6 +13,7 @@
 #include "distributed/data_parallel.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
+#include "train/loss.h"
 
 namespace kestrel {
 
@@ -38,10 +39,29 @@ struct StepTimes {
   double forward_ms = 0, loss_ms = 0, backward_ms = 0, communication_ms = 0, optimizer_ms = 0;
   double step_ms() const { return forward_ms + loss_ms + backward_ms + communication_ms + optimizer_ms; }
   double images_per_s = 0;
+  double spread = 0;      // the range of the timed steps' times, relative to their median (measure_steps)
   double peak_bytes = 0;  // CPU: resident memory the steps added at their peak (VmHWM); CUDA: the caching
                           // allocator's peak reserved bytes
 };
 
+// A copy of the model set up for timed steps on one synthetic batch (optimizer, loss, the batch on
+// the device); each step() runs one at the precision asked, so that probes can alternate precisions
+// on the same state.
+class StepRunner {
+ public:
+  StepRunner(const DetectionModelImpl& model, const StepBenchOptions& options);
+  ~StepRunner();
+  StepTimes step(Precision precision);
+
+ private:
+  StepBenchOptions o_;
+  std::shared_ptr<DetectionModelImpl> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<YoloLoss> loss_;
+  torch::Tensor images_, targets_;
+};
+
+// options.warmup untimed steps, then the mean of options.steps, and the peak memory they took.
 StepTimes measure_steps(const DetectionModelImpl& model, const StepBenchOptions& options);
 
 // `kestrel bench step`: the model (cfg and/or weights, nc classes) timed at each precision in one

@@ -48,6 +48,7 @@ struct TrainOptions {
   int max_steps = 0;            // stop after this many steps in all (kestrel profile); 0 = no limit
   int untimed_steps = 0;        // the first steps, left out of the step timeline (warm-up; kestrel tune's trials)
   bool scan = true;             // health-check the dataset before training (cached; see data/scan.h)
+  bool check_auto = true;       // the run checks its auto choices against its own steps (profile/auto_check.h); tune's trials leave it to the tune
   bool resident_batch = false;  // train on the first batch over and over: the compute limit (kestrel profile)
   double sparsity = 0;          // BN-sparsity strength S (train/sparsity.h); 0 = off
   bool sparsity_decay = false;  // S falls linearly to S/10 over the run

@@ -77,6 +77,11 @@ void Trainer::train_epoch(int epoch) {
     return;
   }
   const int first = epoch == point_.epoch ? point_.batch : 0;  // a resumed epoch goes on where it stopped
+  if (pending_workers_) {  // the workers check's setting: loader threads start with an epoch
+    loader_->set_workers(workers_ = pending_workers_);
+    pending_workers_ = 0;
+  }
+  if (workers_check_) workers_check_->skip(1);  // the epoch's first batch waits for the loader to fill
   if (resident_images_.defined())
     loader_->cancel_epoch();  // --resident: the loader stays idle, so the steps measure compute alone
   else
@@ -91,6 +96,7 @@ void Trainer::train_epoch(int epoch) {
   // Batch i + 1 is taken from the loader and its copy to the device queued before step i runs, so
   // that on a GPU the copy overlaps the step (device/batch_upload.h).
   DeviceBatch next = fetch_batch(epoch, first);
+  StageTotals before_step;  // the epoch's totals before the step: each step's own times
   for (int i = first; i < nb_; ++i) {
     DeviceBatch current = std::move(next);
     if (!current && !resident_images_.defined()) break;
@@ -104,7 +110,9 @@ void Trainer::train_epoch(int epoch) {
     });
     timeline_.mark(StepStage::logging);
     timeline_.end_step();
-    if (++steps_total_ == opt_.untimed_steps) timeline_.discard();
+    count_step(before_step, timeline_.epoch(), i == first);
+    before_step = timeline_.epoch();
+    if (++steps_total_ == opt_.untimed_steps) timeline_.discard(), before_step = {}, first_steps_ = steady_steps_ = {};
     // One exchange per step tells every rank of a job the same: stop for Ctrl-C, checkpoint now.
     const bool save_due = opt_.save_minutes > 0 && seconds_since(last_save_) >= 60 * opt_.save_minutes;
     const uint32_t agreed = dp_->any_bits((g_interrupted != 0 ? 1u : 0u) | (save_due ? 2u : 0u));
@@ -363,6 +371,9 @@ TrainResult Trainer::finish() {
   result.seconds_per_epoch = epochs_run_ ? train_seconds_ / epochs_run_ : 0;
   result.last_epoch_seconds = epoch_train_seconds_;
   result.seconds_per_val = val_passes_ ? val_seconds_ / val_passes_ : 0;
+  result.first_step_seconds = first_steps_.steps ? first_steps_.step_seconds() / first_steps_.steps : 0;
+  result.steady_step_seconds = steady_steps_.steps ? steady_steps_.step_seconds() / steady_steps_.steps : 0;
+  result.auto_checks = auto_check_lines_;
   result.interrupted = interrupted_;
   result.stop_signal = interrupted_ ? (g_interrupted != 0 ? static_cast<int>(g_interrupted) : SIGINT) : 0;
   result.ran = opt_;

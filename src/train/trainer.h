@@ -11,6 +11,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,14 @@
 #include "model/checkpoint.h"
 #include "model/precision.h"
 #include "model/weights.h"
+#include "profile/auto_check.h"
 #include "profile/system_sampler.h"
 #include "profile/timeline.h"
 #include "profile/verdict.h"
 #include "report/results_csv.h"
 #include "report/run_dir.h"
+#include "data/loader/worker_tuning.h"
+#include "train/amp_choice.h"
 #include "train/background_writer.h"
 #include "train/batch_plan.h"
 #include "train/divergence.h"
@@ -54,6 +58,11 @@ struct TrainResult {
   double seconds_per_epoch = 0;  // mean training time of an epoch (no validation)
   double last_epoch_seconds = 0; // training time of the last epoch (no validation)
   double seconds_per_val = 0;    // mean time of a validation pass
+  // The timed steps apart: an epoch's first step (which also waits for the loader to fill its queue
+  // from empty) and the others; each a mean of the step's own time, from its batch's wait to its
+  // progress line (0 when none was timed). An epoch's end (results.csv, checkpoints) is in neither.
+  double first_step_seconds = 0, steady_step_seconds = 0;
+  std::vector<std::string> auto_checks;  // the lines the run's checks of its auto choices printed
   Verdict verdict;               // what limited the run (also in report.json)
   bool interrupted = false;      // Ctrl-C or SIGTERM stopped it (last.pt saved for --resume)
   int stop_signal = 0;           // which: SIGINT or SIGTERM (another rank's in a job: SIGINT)
@@ -80,12 +89,21 @@ class Trainer {
   void prepare_loaders();       // cache choice, the train loader, --workers auto, the validator
   void prepare_optimization();  // validator, schedule, optimizer, EMA, loss, early stopping, checkpoint meta
   void restore();               // --resume: tensors, gradients and the resume point from the checkpoint
+  void arm_auto_checks();       // what --amp auto and --workers auto predicted, for the run to check (trainer_checks.cpp)
 
   // ---- the loop (trainer.cpp)
   void train_epoch(int epoch);  // from point_.batch to the epoch's end, or to a Ctrl-C
   DeviceBatch fetch_batch(int epoch, int i);  // batch i from the loader, its copy to the device queued
   void train_step(int epoch, int i, DeviceBatch& batch);
   bool interrupt_requested();   // Ctrl-C, agreed by every rank of a job
+  // The step just taken (the timeline's epoch totals before and after it): counted as an epoch's first
+  // step or a steady one, and fed to the auto checks, whose actions are applied here (a precision at
+  // once, a worker count from the next epoch).
+  void count_step(const StageTotals& before, const StageTotals& after, bool epoch_first);
+  void say_check(const std::string& line);  // printed, and kept for the run's result
+  void apply_amp_action(AutoCheck::Action action);
+  void apply_workers_action(AutoCheck::Action action);
+  void record_resolved_options();  // opt.json and the checkpoints' options, after a choice changed
   // Unscale, clip, step (skipped on inf/NaN), zero grads, EMA: after each accumulation window.
   void optimizer_step(int epoch, int i, const Batch* batch);
   void validate(int epoch, bool final_epoch);
@@ -118,6 +136,11 @@ class Trainer {
   int nb_ = 0;  // batches per epoch
 
   Precision precision_ = Precision::fp32;  // forward passes under autocast unless fp32
+  AmpChoice amp_choice_;                   // what --amp auto measured (nothing timed otherwise)
+  WorkerChoice worker_choice_;             // what --workers auto measured (an empty curve otherwise)
+  std::optional<AutoCheck> amp_check_, workers_check_;  // the run's checks of those two
+  int pending_workers_ = 0;                // a worker count the loader starts with at the next epoch
+  std::vector<std::string> auto_check_lines_;  // what the checks said
   GradScaler scaler_;                      // enabled for fp16
   DivergenceWatch divergence_;             // stops the run on a streak of non-finite steps
   SparsityTraining sparsity_;              // --sparsity: the BN penalty and |gamma| records
@@ -153,6 +176,7 @@ class Trainer {
   StageTotals gpu_run_;  // the GPU clock's totals over the run
   size_t epoch_sample_mark_ = 0;  // the sampler's first sample of this epoch
   double epoch_train_seconds_ = 0, train_seconds_ = 0, val_seconds_ = 0;
+  StageTotals first_steps_, steady_steps_;  // the timed steps' own times: epochs' first steps, the others
   int val_passes_ = 0, epochs_run_ = 0;
   BackgroundWriter writer_;  // --save-minutes checkpoints
   std::vector<std::future<void>> plot_jobs_;  // train_batch pictures being drawn

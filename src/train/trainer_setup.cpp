@@ -110,6 +110,7 @@ Trainer::Trainer(TrainOptions options) : opt_(std::move(options)) {
   prepare_loaders();
   prepare_optimization();
   restore();
+  arm_auto_checks();
 }
 
 // A data-parallel job (torchrun's variables, or `--nproc-per-node`): join the other ranks, check they
@@ -284,10 +285,10 @@ void Trainer::prepare_batch() {
     throw std::runtime_error("--batch-size " + std::to_string(opt_.batch_size) + " must be a multiple of the " +
                              std::to_string(dp_->size()) + " processes (it is the global batch, split over them)");
   if (dp_->active()) shape.batch_size /= dp_->size();
-  const AmpChoice amp = choose_amp(opt_.amp, *model_, shape);
-  precision_ = shape.precision = parse_precision(dp_->from_main("amp", precision_name(amp.precision)));  // rank 0's measurement
+  amp_choice_ = choose_amp(opt_.amp, *model_, shape);
+  precision_ = shape.precision = parse_precision(dp_->from_main("amp", precision_name(amp_choice_.precision)));  // rank 0's measurement
   opt_.amp = precision_ == Precision::fp32 ? "off" : precision_name(precision_);  // what --resume repeats
-  std::cout << amp.why << "\n";
+  std::cout << amp_choice_.why << "\n";
   if (opt_.batch_size < 0) {
     // The memory a batch fills: the GPU's on a GPU, the machine's on a CPU.
     const double memory = device_.is_cuda() ? device_memory_available(device_) : static_cast<double>(mem_available_bytes());
@@ -327,9 +328,9 @@ void Trainer::prepare_loaders() {
     std::cout << "--cache ram: each of this machine's " << dp_->world().local_size
               << " processes holds all the training images in its own memory (--cache disk shares one file)\n";
   if (opt_.workers < 0) {  // --workers auto
-    const WorkerChoice choice = choose_workers(*loader_, std::min(cores_, 16));
-    workers_ = choice.workers;
-    std::cout << "--workers auto: " << format_worker_curve(choice) << "\n";
+    worker_choice_ = choose_workers(*loader_, std::min(cores_, 16));
+    workers_ = opt_.workers = worker_choice_.workers;  // what --resume repeats
+    std::cout << "--workers auto: " << format_worker_curve(worker_choice_) << "\n";
   }
   nb_ = static_cast<int>(loader_->batches_per_epoch());
 
@@ -371,8 +372,7 @@ void Trainer::prepare_optimization() {
   meta_.pruned_shapes = model_->config().pruned_shapes;
   meta_.nc = nc_;
   meta_.names = names_;
-  meta_.train_options = opt_;
-  if (dp_->main()) std::ofstream(run_.save_dir + "/opt.json") << nlohmann::json(opt_).dump(2) << "\n";  // --amp, --batch resolved
+  record_resolved_options();  // --amp, --batch and --workers resolved
 }
 
 void Trainer::restore() {

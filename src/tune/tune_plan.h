@@ -37,9 +37,10 @@ bool keeps_lever(double candidate_epoch_s, double current_epoch_s, double noise)
 // The noise margin from two timings of one configuration, never below 2 %.
 double noise_margin(double first_s, double second_s);
 
-// Epoch time from a step time: steps of an epoch plus, when validation is measured, its share per
-// epoch (one pass every val_period epochs).
-double predicted_epoch_seconds(double step_s, int steps_per_epoch, double val_s, int val_period);
+// Epoch time from a steady step time: the wait for the epoch's first batch (the loader filling its
+// queue), the steps of an epoch, and, when validation is measured, its share per epoch (one pass
+// every val_period epochs).
+double predicted_epoch_seconds(double fill_s, double step_s, int steps_per_epoch, double val_s, int val_period);
 
 // --budget: "600", "90s", "10m", "1.5h" -> seconds; throws std::invalid_argument naming the text.
 double parse_budget(const std::string& text);
@@ -60,7 +61,7 @@ struct TuneRow {
 struct TuneReport {
   std::vector<TuneRow> rows;          // baseline first, then each speed lever, then accuracy levers
   std::vector<std::string> skipped;   // levers not tried, with the reason
-  double noise = 0;                   // the keep/drop margin
+  double noise = 0;                   // the keep/drop margin, and the epoch prediction's stated noise
   std::string final_command;
   double predicted_epoch_s = 0, measured_epoch_s = 0;  // of the final command
   std::string measured_how;           // "one real epoch" or "N steps"

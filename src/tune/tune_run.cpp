@@ -3,6 +3,7 @@
 #include "tune/tune_run.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -26,7 +27,9 @@ constexpr int kUntimedSteps = 2;
 
 struct Trial {
   TrainResult result;
-  double step_s = 0, wall_s = 0;
+  double step_s = 0;  // a steady step: the timed steps' mean, epochs' first steps left out
+  double fill_s = 0;  // what an epoch's first step takes beyond a steady one (0 when none was timed)
+  double wall_s = 0;
 };
 
 class LadderRun {
@@ -59,6 +62,7 @@ class LadderRun {
     o.progress = false;
     o.noplots = true;
     o.noval = !validate;
+    o.check_auto = false;  // the tune measures the levers itself: a trial switching mid-way would blur its figure
     o.untimed_steps = steps ? kUntimedSteps : 0;
     o.max_steps = steps ? steps + kUntimedSteps : 0;
     std::cout << "\n---- tune trial " << name << ": " << train_command(o) << "\n" << std::flush;
@@ -66,7 +70,11 @@ class LadderRun {
     Trial t;
     t.result = train(o);
     t.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    t.step_s = t.result.timeline.steps ? t.result.timeline.step_seconds() / t.result.timeline.steps : 0;
+    // An epoch's first step waits for the loader to fill: its excess over a steady step, once an epoch
+    // (epochs of one step have no steady step: theirs is the step).
+    const TrainResult& r = t.result;
+    t.step_s = r.steady_step_seconds > 0 ? r.steady_step_seconds : r.first_step_seconds;
+    t.fill_s = r.steady_step_seconds > 0 && r.first_step_seconds > 0 ? std::max(0.0, r.first_step_seconds - t.step_s) : 0;
     trial_wall_s_ = t.wall_s;
     return t;
   }
@@ -77,7 +85,7 @@ class LadderRun {
   double final_check_s() const { return 2 * trial_wall_s_ + 2 * current_epoch_s_ + 2 * val_s_; }
 
   double epoch_s(const Trial& t, int val_period) const {
-    return predicted_epoch_seconds(t.step_s, t.result.steps_per_epoch, val_s_, val_period);
+    return predicted_epoch_seconds(t.fill_s, t.step_s, t.result.steps_per_epoch, val_s_, val_period);
   }
 
   TuneRow row_of(const Trial& t, const std::string& lever, const std::string& setting, double epoch) const {
@@ -192,15 +200,15 @@ class LadderRun {
     }
   }
 
-  // The final command, run: two real epochs when the data is small, the second one (with its
-  // validation pass per --val-period) measured, since the first pays the run's warm-up; on larger
-  // data four trials' worth of steps.
+  // The final command, run: two real epochs, the second one (with its validation pass per
+  // --val-period) measured, since the first pays the run's warm-up; when two epochs do not fit the
+  // budget, four trials' worth of steps.
   void final_check() {
     report_.final_command = train_command(current_);
     predict_final();
     report_.predicted_epoch_s = current_epoch_s_;
     TrainOptions o = current_;
-    if (steps_per_epoch_ <= 4 * o_.steps) {
+    if (steps_per_epoch_ <= 4 * o_.steps || elapsed() + trial_wall_s_ + 2 * current_epoch_s_ < o_.budget_s) {
       o.epochs = 2;
       o.close_mosaic = 0;  // mosaic on, as in the trials
       const Trial t = trial(o, "final", /*validate=*/!o.noval, /*steps=*/0);
@@ -214,8 +222,9 @@ class LadderRun {
   }
 
   // The prediction's own trial of the final settings, validated: the pass as they run it (the cache,
-  // workers and precision levers change validation too, not only the step), and a second sample of
-  // their step time, averaged with the trial that kept the last lever.
+  // workers and precision levers change validation too, not only the step), and their steady step,
+  // after the warm-up steps of a trial, rather than the ladder's figure from whichever trial kept
+  // the last lever (an earlier point of a drifting machine).
   void predict_final() {
     if (elapsed() + final_check_s() > o_.budget_s) {
       report_.skipped.push_back("prediction trial of the final settings: skipped for time (--budget); the ladder's figures stand");
@@ -223,12 +232,11 @@ class LadderRun {
     }
     const Trial t = trial(current_, "final_settings", /*validate=*/!current_.noval, o_.steps);
     if (t.result.seconds_per_val > 0) val_s_ = t.result.seconds_per_val;
-    Trial mean = t;
-    mean.step_s = (t.step_s + current_step_s_) / 2;
     const double before = current_epoch_s_;
-    current_epoch_s_ = epoch_s(mean, current_.val_period);
-    std::printf("\nfinal settings: %.3f s/step (%.3f in the ladder), validation %.1f s a pass -> %.1f s an epoch (ladder: %.1f)\n",
-                t.step_s, current_step_s_, val_s_, current_epoch_s_, before);
+    current_epoch_s_ = epoch_s(t, current_.val_period);
+    std::printf("\nfinal settings: %.3f s a steady step (%.3f in the ladder), %.2f s more for an epoch's first, validation "
+                "%.1f s a pass -> %.1f s an epoch (ladder: %.1f)\n",
+                t.step_s, current_step_s_, t.fill_s, val_s_, current_epoch_s_, before);
   }
 
   void print_row(const TuneRow& r) const { std::cout << "\n" << format_row(r) << "\n"; }
@@ -252,10 +260,11 @@ class LadderRun {
     std::cout << "\nNot tried:\n";
     for (const std::string& s : report_.skipped) std::cout << "  " << s << "\n";
     const double error = report_.predicted_epoch_s > 0 ? report_.measured_epoch_s / report_.predicted_epoch_s - 1 : 0;
-    std::printf("\nFinal command (%.2fx the baseline's predicted epoch):\n  %s\npredicted %.1f s an epoch, measured %.1f s "
-                "(%+.1f%%; %s)\n",
+    std::printf("\nFinal command (%.2fx the baseline's predicted epoch):\n  %s\npredicted %.1f s an epoch (noise ±%.1f%%), "
+                "measured %.1f s (%+.1f%%, %s the noise; %s)\n",
                 report_.rows.front().epoch_s / report_.predicted_epoch_s, report_.final_command.c_str(), report_.predicted_epoch_s,
-                report_.measured_epoch_s, 100 * error, report_.measured_how.c_str());
+                100 * report_.noise, report_.measured_epoch_s, 100 * error, std::fabs(error) <= report_.noise ? "within" : "beyond",
+                report_.measured_how.c_str());
     write_file_atomic(save_dir_ + "/report.json", nlohmann::json(report_).dump(2) + "\n");
     write_bar_chart(chart(), save_dir_ + "/ladder.png");
     std::cout << "Results saved to " << save_dir_ << " (report.json, ladder.png)\n";

@@ -56,6 +56,7 @@ class Validator {
                 const ValOutputs& outputs = {});
   size_t images() const { return loader_.size(); }
   const std::vector<std::string>& names() const { return names_; }
+  void set_precision(Precision p) { options_.precision = p; }  // the run's --amp, switched mid-run by its check
 
  private:
   std::vector<std::string> names_;

@@ -1,6 +1,7 @@
 // Exact resume: a run stopped anywhere (Ctrl-C at a random step, Ctrl-C at an epoch boundary, SIGTERM,
-// SIGKILL between two --save-minutes checkpoints) and continued with --resume writes a results.csv identical,
-// byte for byte, to the run that was never stopped. The dataset is small enough for the warmup's
+// SIGKILL between two --save-minutes checkpoints, a full disk, a vanished dataset, a run folder turned
+// read-only) and continued with --resume writes a results.csv identical, byte for byte, to the run
+// that was never stopped. The dataset is small enough for the warmup's
 // growing accumulation windows to be cut in the middle, so pending gradients are part of the test.
 #include <gtest/gtest.h>
 
@@ -145,6 +146,41 @@ TEST_F(Resume, VanishedDatasetStopsNamingTheFileAndResumes) {
   const CommandResult resumed = resume("vanish");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(results("vanish"), reference_);
+}
+
+// The run folder turns read-only mid-run (a remounted volume): a bind mount of the folder over
+// itself, in a mount namespace of the test's own, is remounted read-only once the first epoch's
+// results are written. The next write (a --save-minutes checkpoint or results.csv) stops the run with
+// an error naming the file, the last good last.pt stays, and once the folder is writable again (the
+// namespace gone) the run resumes to the uninterrupted run's results. Skipped where mounts are not
+// allowed (no root, no unshare).
+TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
+  const std::string run = root_ + "/runs/readonly";
+  std::filesystem::create_directories(run);
+  const char* script =
+      "run=$1; shift; mount --bind \"$run\" \"$run\" || exit 77\n"
+      "\"$@\" & pid=$!\n"
+      "while kill -0 $pid 2>/dev/null && [ \"$(cat \"$run/results.csv\" 2>/dev/null | wc -l)\" -lt 2 ]; do sleep 0.02; done\n"
+      "mount -o remount,bind,ro \"$run\" && echo 'test: run folder now read-only'\n"
+      "wait $pid";
+  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", run, KESTREL_BIN,
+                                   "train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4",
+                                   "--amp", amp_, "--epochs", std::to_string(kEpochs), "--workers", "1", "--no-progress",
+                                   "--noplots", "--save-minutes", "0.0001", "--project", root_ + "/runs", "--name",
+                                   "readonly", "--exist-ok"};
+  const CommandResult stopped = run_program("unshare", args, root_, {}, 0);
+  if (stopped.exit_code == 77 || stopped.has("unshare: ")) GTEST_SKIP() << "mounts not allowed here: " << stopped.output;
+  ASSERT_TRUE(stopped.has("test: run folder now read-only")) << stopped.output;
+  EXPECT_EQ(stopped.exit_code, 1) << stopped.output;
+  const size_t error = stopped.output.find("kestrel: error: ");
+  ASSERT_NE(error, std::string::npos) << stopped.output;
+  const std::string line = stopped.output.substr(error, stopped.output.find('\n', error) - error);
+  EXPECT_NE(line.find(run + "/"), std::string::npos) << "the error names the file: " << line;
+  EXPECT_NE(line.find("Read-only file system"), std::string::npos) << line;
+  ASSERT_TRUE(std::filesystem::exists(run + "/weights/last.pt"));
+  const CommandResult resumed = resume("readonly");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(results("readonly"), reference_);
 }
 
 TEST_F(Resume, SigkillBetweenSaveMinutesCheckpoints) {

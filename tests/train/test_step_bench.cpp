@@ -70,7 +70,16 @@ TEST(AmpChoice, AutoOnACpuMeasuresBothWhenItHasBf16) {
   }
   EXPECT_NE(c.why.find("fp32 "), std::string::npos) << c.why;
   EXPECT_NE(c.why.find("bf16 "), std::string::npos) << c.why;
-  EXPECT_NE(c.why.find("at batch 2, 64 px"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("at batch 2, 64 px, median of 3 alternating steps each"), std::string::npos) << c.why;
+  // The figures the run's check compares its own steps with: each precision timed as often, and
+  // bf16 chosen only when faster beyond the noise of both.
+  EXPECT_EQ(c.fp32_ms.n, kAmpProbeRepeats);
+  EXPECT_EQ(c.bf16_ms.n, kAmpProbeRepeats);
+  EXPECT_GT(c.fp32_ms.median, 0);
+  EXPECT_GT(c.bf16_ms.median, 0);
+  const bool bf16_faster = c.bf16_ms.median < c.fp32_ms.median * (1 - comparison_noise(c.fp32_ms, c.bf16_ms, 0.02));
+  EXPECT_EQ(c.precision, bf16_faster ? Precision::bf16 : Precision::fp32) << c.why;
+  EXPECT_EQ(&c.timed(Precision::bf16), &c.bf16_ms);
 }
 
 TEST(AmpChoice, Bf16PredictionsAgreeWithFp32) {

@@ -15,7 +15,7 @@ TEST(TrainOptions, JsonRoundTripKeepsEveryField) {
   o.single_cls = true, o.optimizer = "AdamW", o.workers = 5, o.prefetch = 9, o.project = "p", o.name = "n";
   o.exist_ok = true, o.cos_lr = true, o.label_smoothing = 0.1, o.patience = 4, o.freeze = {1, 2, 5};
   o.save_period = 2, o.save_minutes = 2.5, o.seed = 11, o.close_mosaic = 3, o.val_period = 2;
-  o.progress = false, o.max_steps = 13, o.untimed_steps = 2, o.scan = false, o.resident_batch = true;
+  o.progress = false, o.max_steps = 13, o.untimed_steps = 2, o.scan = false, o.resident_batch = true, o.check_auto = false;
   o.nbs = 32, o.lr_scale = "sqrt", o.amp = "bf16", o.sparsity = 1e-4, o.sparsity_decay = true;
   o.sparsity_target = 0.3, o.sparsity_cost_weight = 0.5, o.sparsity_multiple = 16;
   o.sync_bn = true, o.dist_timeout = 60, o.world_size = 4, o.fast = true;

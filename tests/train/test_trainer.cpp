@@ -41,6 +41,13 @@ TEST(Trainer, TinyModelWithOneUncachedWorkerIsDataBound) {
   const TrainResult r = train(o);
   EXPECT_EQ(r.timeline.steps, 12u);
   EXPECT_GT(r.timeline.share(StepStage::data_wait), 0.05);
+  // The epoch's first step (which waits for the loader to fill) and the 11 steady ones, apart: each
+  // step's own time; the timeline also holds the epoch's end (results.csv).
+  EXPECT_GT(r.first_step_seconds, 0);
+  EXPECT_GT(r.steady_step_seconds, 0);
+  const double steps_s = r.first_step_seconds + 11 * r.steady_step_seconds;
+  EXPECT_LE(steps_s, r.timeline.step_seconds() + 1e-9);
+  EXPECT_GT(steps_s, 0.9 * r.timeline.step_seconds());
   EXPECT_EQ(r.verdict.bound, Bound::data) << r.verdict.summary;
   // Without a cache the largest stage is one the loader threads time inside (decode, most likely).
   const bool fine_stage = r.verdict.summary.find("; decode is the largest") != std::string::npos ||
@@ -64,6 +71,35 @@ TEST(Trainer, LargerModelWithRamCacheIsComputeBound) {
   const TrainResult r = train(o);
   EXPECT_EQ(r.timeline.steps, 4u);
   EXPECT_EQ(r.verdict.bound, Bound::compute) << r.verdict.summary;
+}
+
+// --workers auto and --amp auto are checked by the run's own steps, one line each, and what they
+// resolved to is in opt.json (what --resume repeats).
+TEST(Trainer, AutoChoicesAreCheckedAndRecorded) {
+  KESTREL_REQUIRE_SHARED(data, "data/coco128/coco128.yaml");
+  TrainOptions o = short_run(data, "trainer_auto_checks");
+  o.cfg = o.project + "/micro.yaml";
+  std::ofstream(o.cfg) << test::micro_model_yaml(80, 16);
+  o.img_size = 128;
+  o.batch_size = 8;
+  o.cache = "ram";
+  o.workers = -1;
+  o.amp = "auto";
+  o.max_steps = 14;  // enough for each check: 3 warm-up steps, the epoch's first step, 5 measured
+  const TrainResult r = train(o);
+  ASSERT_FALSE(r.auto_checks.empty());
+  bool workers_checked = false, amp_checked = false;
+  for (const std::string& line : r.auto_checks) {
+    workers_checked |= line.rfind("--workers auto check: " + std::to_string(r.ran.workers) + " workers data wait", 0) == 0;
+    amp_checked |= line.rfind("--amp auto check: ", 0) == 0;
+  }
+  EXPECT_TRUE(workers_checked) << r.auto_checks.front();
+  EXPECT_EQ(amp_checked, cpu_has_bf16()) << "the precision is timed (and checked) only where bf16 runs natively";
+  std::ifstream opt(r.save_dir + "/opt.json");
+  const nlohmann::json j = nlohmann::json::parse(opt);
+  EXPECT_EQ(j.at("workers").get<int>(), r.ran.workers);
+  EXPECT_GE(r.ran.workers, 1);
+  EXPECT_NE(j.at("amp").get<std::string>(), "auto");
 }
 
 }  // namespace

@@ -92,9 +92,10 @@ TEST(TunePlan, KeepsOnlyWhatBeatsTheNoise) {
 }
 
 TEST(TunePlan, EpochPredictionAddsValidationPerPeriod) {
-  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0.5, 8, 0, 1), 4.0);
-  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0.5, 8, 10, 1), 14.0);
-  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0.5, 8, 10, 5), 6.0);
+  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 8, 0, 1), 4.0);
+  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 8, 10, 1), 14.0);
+  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 8, 10, 5), 6.0);
+  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0.7, 0.5, 8, 10, 5), 6.7);  // the first batch's fill, once an epoch
 }
 
 TEST(TunePlan, CommandLineHasTheFlagsThatDiffer) {

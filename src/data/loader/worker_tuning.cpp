@@ -1,6 +1,7 @@
 // Loader thread-count search for --workers auto.
 #include "data/loader/worker_tuning.h"
 #include "core/elapsed.h"
+#include "core/sample_stats.h"
 
 #include <algorithm>
 #include <chrono>
@@ -41,32 +42,36 @@ WorkerChoice choose_workers(Loader& loader, int max_workers, double noise) {
   const size_t batch_size = static_cast<size_t>(loader.batch_size());
   const size_t batches = std::min(loader.batches_per_epoch(), std::max<size_t>(6, (96 + batch_size - 1) / batch_size));
   probe(loader, max_workers, batches);  // warm-up: page cache, decoder handles, allocator
-  WorkerChoice choice;
+  std::vector<std::vector<double>> passes;  // images/s of each count, one figure a pass
   double best = 0;
-  int since_gain = 0;
-  for (int w = 1; w <= max_workers && since_gain < 2; ++w) {
+  for (int w = 1, since_gain = 0; w <= max_workers && since_gain < 2; ++w) {
     const double ips = probe(loader, w, batches);
-    choice.curve.push_back({w, ips});
-    if (ips > best * (1 + noise)) {
-      since_gain = 0;
-    } else {
-      ++since_gain;
-    }
+    passes.push_back({ips});
+    since_gain = ips > best * (1 + noise) ? 0 : since_gain + 1;
     best = std::max(best, ips);
   }
-  choice.workers = knee_of(choice.curve, noise);
+  for (int w = static_cast<int>(passes.size()); w >= 1; --w) passes[w - 1].push_back(probe(loader, w, batches));
+  WorkerChoice choice;
+  choice.noise = noise;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const SampleSummary s = summarize_samples(passes[i]);
+    choice.curve.push_back({static_cast<int>(i) + 1, s.median, s.spread});
+    choice.noise = std::max(choice.noise, s.spread / 2);
+  }
+  choice.workers = knee_of(choice.curve, choice.noise);
   loader.set_workers(choice.workers);
   return choice;
 }
 
 std::string format_worker_curve(const WorkerChoice& choice) {
   std::string s = "workers";
-  char buf[64];
+  char buf[96];
   for (size_t i = 0; i < choice.curve.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s %d: %.0f img/s", i ? " |" : "", choice.curve[i].workers, choice.curve[i].images_per_second);
+    const WorkerProbe& p = choice.curve[i];
+    std::snprintf(buf, sizeof buf, "%s %d: %.0f img/s ±%.0f%%", i ? " |" : "", p.workers, p.images_per_second, 50 * p.spread);
     s += buf;
   }
-  std::snprintf(buf, sizeof buf, " -> %d", choice.workers);
+  std::snprintf(buf, sizeof buf, " -> %d (the fewest within %.0f%% of the best)", choice.workers, 100 * choice.noise);
   return s + buf;
 }
 
