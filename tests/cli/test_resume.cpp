@@ -150,7 +150,8 @@ TEST_F(Resume, VanishedDatasetStopsNamingTheFileAndResumes) {
 
 // The run folder turns read-only mid-run (a remounted volume): a bind mount of the folder over
 // itself, in a mount namespace of the test's own, is remounted read-only once the first epoch's
-// results are written. The next write (a --save-minutes checkpoint or results.csv) stops the run with
+// results are written (retried while a checkpoint is being written: the kernel refuses to remount a
+// folder with a file open for writing). The next write (a --save-minutes checkpoint or results.csv) stops the run with
 // an error naming the file, the last good last.pt stays, and once the folder is writable again (the
 // namespace gone) the run resumes to the uninterrupted run's results. Skipped where mounts are not
 // allowed (no root, no unshare).
@@ -161,7 +162,9 @@ TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
       "run=$1; shift; mount --bind \"$run\" \"$run\" || exit 77\n"
       "\"$@\" & pid=$!\n"
       "while kill -0 $pid 2>/dev/null && [ \"$(cat \"$run/results.csv\" 2>/dev/null | wc -l)\" -lt 2 ]; do sleep 0.02; done\n"
-      "mount -o remount,bind,ro \"$run\" && echo 'test: run folder now read-only'\n"
+      // A remount to read-only is refused (busy) while a file on it is open for writing: retried.
+      "until mount -o remount,bind,ro \"$run\" 2>/dev/null; do kill -0 $pid 2>/dev/null || break; sleep 0.005; done\n"
+      "kill -0 $pid 2>/dev/null && echo 'test: run folder now read-only'\n"
       "wait $pid";
   std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", run, KESTREL_BIN,
                                    "train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4",
