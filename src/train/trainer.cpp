@@ -380,6 +380,7 @@ TrainResult Trainer::finish() {
   result.ran.workers = workers_;
   result.ran.cache = cache_name(cache_);
   result.steps_per_epoch = nb_;
+  result.batches_of_work = static_cast<double>(train_index_.records.size()) / opt_.batch_size;
   result.system = sampler_.summarize(0);
   result.processes = dp_->size();
   if (!dp_->main()) return result;  // rank 0 writes the run's files

@@ -68,6 +68,7 @@ struct TrainResult {
   int stop_signal = 0;           // which: SIGINT or SIGTERM (another rank's in a job: SIGINT)
   TrainOptions ran;              // the options as run: --batch, --amp, --workers and --cache resolved
   int steps_per_epoch = 0;       // batches in a full epoch of the training data
+  double batches_of_work = 0;    // the epoch's images over the batch: a last, partial batch counts as its share
   SystemSummary system;          // CPU/GPU use over the whole run
   int processes = 1;             // data-parallel ranks that trained it
 };

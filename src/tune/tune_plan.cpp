@@ -101,8 +101,8 @@ double noise_margin(double first_s, double second_s) {
   return std::max(0.02, lo > 0 ? (hi - lo) / lo : 0.0);
 }
 
-double predicted_epoch_seconds(double fill_s, double step_s, int steps_per_epoch, double val_s, int val_period) {
-  return fill_s + step_s * steps_per_epoch + val_s / std::max(1, val_period);
+double predicted_epoch_seconds(double fill_s, double step_s, double batches, double val_s, int val_period) {
+  return fill_s + step_s * batches + val_s / std::max(1, val_period);
 }
 
 double parse_budget(const std::string& text) {

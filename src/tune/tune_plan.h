@@ -38,9 +38,10 @@ bool keeps_lever(double candidate_epoch_s, double current_epoch_s, double noise)
 double noise_margin(double first_s, double second_s);
 
 // Epoch time from a steady step time: the wait for the epoch's first batch (the loader filling its
-// queue), the steps of an epoch, and, when validation is measured, its share per epoch (one pass
-// every val_period epochs).
-double predicted_epoch_seconds(double fill_s, double step_s, int steps_per_epoch, double val_s, int val_period);
+// queue), the epoch's batches (a last, partial batch as its share: 1000 images at batch 64 are 15.6
+// steps' work, not 16), and, when validation is measured, its share per epoch (one pass every
+// val_period epochs).
+double predicted_epoch_seconds(double fill_s, double step_s, double batches, double val_s, int val_period);
 
 // --budget: "600", "90s", "10m", "1.5h" -> seconds; throws std::invalid_argument naming the text.
 double parse_budget(const std::string& text);

@@ -85,7 +85,7 @@ class LadderRun {
   double final_check_s() const { return 2 * trial_wall_s_ + 2 * current_epoch_s_ + 2 * val_s_; }
 
   double epoch_s(const Trial& t, int val_period) const {
-    return predicted_epoch_seconds(t.fill_s, t.step_s, t.result.steps_per_epoch, val_s_, val_period);
+    return predicted_epoch_seconds(t.fill_s, t.step_s, t.result.batches_of_work, val_s_, val_period);
   }
 
   TuneRow row_of(const Trial& t, const std::string& lever, const std::string& setting, double epoch) const {

@@ -96,6 +96,7 @@ TEST(TunePlan, EpochPredictionAddsValidationPerPeriod) {
   EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 8, 10, 1), 14.0);
   EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 8, 10, 5), 6.0);
   EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0.7, 0.5, 8, 10, 5), 6.7);  // the first batch's fill, once an epoch
+  EXPECT_DOUBLE_EQ(predicted_epoch_seconds(0, 0.5, 1000.0 / 64, 0, 1), 7.8125);  // a partial last batch, its share
 }
 
 TEST(TunePlan, CommandLineHasTheFlagsThatDiffer) {
