@@ -57,7 +57,7 @@ AutoCheck::Action AutoCheck::judge_prediction() {
     phase_ = Phase::done;
     return Action::stand;
   }
-  line_ += format(": not as predicted; trying %.0f steps of ", spec_.window) + spec_.alternative;
+  line_ += ": not as predicted; trying " + std::to_string(spec_.window) + " steps of " + spec_.alternative;
   chosen_costs_ = costs_;
   figures_.clear();
   costs_.clear();

@@ -29,13 +29,17 @@ class Resume : public ::testing::Test {
     ASSERT_EQ(std::count(reference_.begin(), reference_.end(), '\n'), kEpochs + 1) << reference_;
   }
 
-  CommandResult train(const std::string& name, std::vector<std::string> extra,
-                      const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT) {
+  // `kestrel train` of the run `name` (without the program's name), `extra` flags last.
+  std::vector<std::string> train_args(const std::string& name, const std::vector<std::string>& extra) const {
     std::vector<std::string> args = {"train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4", "--amp", amp_,
                                      "--epochs", std::to_string(kEpochs), "--workers", "1", "--no-progress", "--noplots",
                                      "--project", root_ + "/runs", "--name", name, "--exist-ok"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_kestrel(args, root_, signal_when, signal);
+    return args;
+  }
+  CommandResult train(const std::string& name, const std::vector<std::string>& extra,
+                      const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT) {
+    return run_kestrel(train_args(name, extra), root_, signal_when, signal);
   }
   CommandResult resume(const std::string& name) {
     return run_kestrel({"train", "--resume", root_ + "/runs/" + name + "/weights/last.pt", "--no-progress"}, root_);
@@ -151,9 +155,9 @@ TEST_F(Resume, VanishedDatasetStopsNamingTheFileAndResumes) {
 // The run folder turns read-only mid-run (a remounted volume): a bind mount of the folder over
 // itself, in a mount namespace of the test's own, is remounted read-only once the first epoch's
 // results are written (retried while a checkpoint is being written: the kernel refuses to remount a
-// folder with a file open for writing). The next write (a --save-minutes checkpoint or results.csv) stops the run with
-// an error naming the file, the last good last.pt stays, and once the folder is writable again (the
-// namespace gone) the run resumes to the uninterrupted run's results. Skipped where mounts are not
+// folder with a file open for writing). The next write (a --save-minutes checkpoint or results.csv)
+// stops the run with an error naming the file, the last good last.pt stays, and once the folder is
+// writable again (the namespace gone) the run resumes to the uninterrupted run's results. Skipped where mounts are not
 // allowed (no root, no unshare).
 TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
   const std::string run = root_ + "/runs/readonly";
@@ -166,11 +170,8 @@ TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
       "until mount -o remount,bind,ro \"$run\" 2>/dev/null; do kill -0 $pid 2>/dev/null || break; sleep 0.005; done\n"
       "kill -0 $pid 2>/dev/null && echo 'test: run folder now read-only'\n"
       "wait $pid";
-  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", run, KESTREL_BIN,
-                                   "train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4",
-                                   "--amp", amp_, "--epochs", std::to_string(kEpochs), "--workers", "1", "--no-progress",
-                                   "--noplots", "--save-minutes", "0.0001", "--project", root_ + "/runs", "--name",
-                                   "readonly", "--exist-ok"};
+  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", run, KESTREL_BIN};
+  for (const std::string& a : train_args("readonly", {"--save-minutes", "0.0001"})) args.push_back(a);
   const CommandResult stopped = run_program("unshare", args, root_, {}, 0);
   if (stopped.exit_code == 77 || stopped.has("unshare: ")) GTEST_SKIP() << "mounts not allowed here: " << stopped.output;
   ASSERT_TRUE(stopped.has("test: run folder now read-only")) << stopped.output;
