@@ -16,4 +16,15 @@ inline torch::Tensor json_tensor(const nlohmann::json& t, torch::Dtype dtype = t
   return out.to(dtype).reshape(shape);
 }
 
+// The fixed image both reference generators feed their models (YOLOv5's 1x3x160x160, Ultralytics'
+// 1x3x64x96): k[c,y,x] = (67c + 29y + 13x + (x*y) % 11) % 256 as uint8, then float32(k) / 255.
+inline torch::Tensor fixed_input(int64_t height, int64_t width) {
+  auto k = torch::empty({1, 3, height, width}, torch::kUInt8);
+  auto a = k.accessor<uint8_t, 4>();
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) a[0][c][y][x] = static_cast<uint8_t>((67 * c + 29 * y + 13 * x + (x * y) % 11) % 256);
+  return k.to(torch::kFloat32) / 255.0f;
+}
+
 }  // namespace kestrel::test

@@ -92,29 +92,34 @@ torch::Tensor process_batch(const torch::Tensor& detections, const torch::Tensor
 }
 
 namespace {
-// compute_ap's precision envelope over recall, with the sentinels (0, 1) and (1, 0) added.
-void precision_envelope(const std::vector<double>& recall, const std::vector<double>& precision,
+// compute_ap's precision envelope over recall, with the sentinels (0, 1) and (1, 0) added, and for
+// Ultralytics (last_recall, 0) before the last.
+void precision_envelope(const std::vector<double>& recall, const std::vector<double>& precision, PrCurveEnd end,
                         std::vector<double>& mrec, std::vector<double>& mpre) {
   mrec.assign(1, 0.0);
   mrec.insert(mrec.end(), recall.begin(), recall.end());
-  mrec.push_back(1.0);
   mpre.assign(1, 1.0);
   mpre.insert(mpre.end(), precision.begin(), precision.end());
+  if (end == PrCurveEnd::at_last_recall) {
+    mrec.push_back(recall.empty() ? 1.0 : recall.back());
+    mpre.push_back(0.0);
+  }
+  mrec.push_back(1.0);
   mpre.push_back(0.0);
   for (size_t k = mpre.size() - 1; k-- > 0;) mpre[k] = std::max(mpre[k], mpre[k + 1]);
 }
 }  // namespace
 
-double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision) {
+double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision, PrCurveEnd end) {
   std::vector<double> mrec, mpre;
-  precision_envelope(recall, precision, mrec, mpre);
+  precision_envelope(recall, precision, end, mrec, mpre);
   static const std::vector<double> grid = numpy::linspace(0, 1, 101);  // COCO's 101 points
   return numpy::trapz(numpy::interp(grid, mrec, mpre, mpre.front(), mpre.back()), grid);
 }
 
 
 ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vector<float>& conf,
-                        const std::vector<float>& pred_cls, const std::vector<float>& target_cls) {
+                        const std::vector<float>& pred_cls, const std::vector<float>& target_cls, PrCurveEnd end) {
   constexpr double eps = 1e-16;
   constexpr size_t kGrid = 1000;
   ApPerClass res;
@@ -178,10 +183,10 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
         r[ci] = numpy::interp(neg_px, xp, recall, 0.0, recall.back());
         p[ci] = numpy::interp(neg_px, xp, precision, 1.0, precision.back());
         std::vector<double> mrec, mpre;  // the PR curve: the envelope at the recall grid
-        precision_envelope(recall, precision, mrec, mpre);
+        precision_envelope(recall, precision, end, mrec, mpre);
         res.pr_curve[ci] = numpy::interp(px, mrec, mpre, mpre.front(), mpre.back());
       }
-      res.ap[ci * niou + j] = compute_ap(recall, precision);
+      res.ap[ci * niou + j] = compute_ap(recall, precision, end);
     }
   }
 

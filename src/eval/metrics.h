@@ -24,8 +24,15 @@ torch::Tensor iou_thresholds();
 torch::Tensor process_batch(const torch::Tensor& detections, const torch::Tensor& labels,
                             const torch::Tensor& iouv);
 
+// Where a precision/recall curve ends before its envelope is taken. YOLOv5 joins its last point to
+// (recall 1, precision 0), crediting recall it never reached; Ultralytics drops precision to 0 at
+// the last recall reached (mrec [0, r.., r_last, 1], mpre [1, p.., 0, 0]). The only difference
+// between the two families' AP.
+enum class PrCurveEnd { at_recall_one, at_last_recall };
+
 // AP of one precision/recall curve: precision envelope, 101-point interpolation, trapezoid rule.
-double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision);
+double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision,
+                  PrCurveEnd end = PrCurveEnd::at_recall_one);
 
 // ap_per_class's return values, one entry per class that has labels (sorted class ids).
 struct ApPerClass {
@@ -44,7 +51,8 @@ struct ApPerClass {
 // tp: [n, niou] row-major 0/1; conf, pred_cls: [n]; target_cls: [labels]. Classes without labels
 // are dropped; P/R/F1 are read at the argmax of the smoothed mean-F1 curve (1000-point grid).
 ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vector<float>& conf,
-                        const std::vector<float>& pred_cls, const std::vector<float>& target_cls);
+                        const std::vector<float>& pred_cls, const std::vector<float>& target_cls,
+                        PrCurveEnd end = PrCurveEnd::at_recall_one);
 
 // utils/metrics.py fitness: 0.1 * mAP50 + 0.9 * mAP50-95 (P and R weigh 0).
 double fitness(double map50, double map);

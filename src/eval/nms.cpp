@@ -35,7 +35,7 @@ float float_threshold(double thres) {
 void collect_candidates(const float* rows, int64_t n, int64_t nc, const NmsOptions& opt,
                         bool multi_label, std::vector<Candidate>& out) {
   const float conf = static_cast<float>(opt.conf_thres);  // tensor > python float runs in float32
-  const int64_t stride = 5 + nc;
+  const int64_t first_class = opt.objectness ? 5 : 4, stride = first_class + nc;
   auto push = [&](int64_t row, float score, int64_t cls) {
     if (!opt.classes.empty() &&
         std::find(opt.classes.begin(), opt.classes.end(), cls) == opt.classes.end())
@@ -44,18 +44,21 @@ void collect_candidates(const float* rows, int64_t n, int64_t nc, const NmsOptio
   };
   for (int64_t i = 0; i < n; ++i) {
     const float* r = rows + i * stride;
-    const float obj = r[4];
+    // Without objectness, 1: every row is a candidate, scored by its classes alone, which is
+    // Ultralytics' filter (its best class above conf_thres) and scores to the bit.
+    const float obj = opt.objectness ? r[4] : 1.0f;
     if (!(obj > conf)) continue;
+    const float* cls = r + first_class;
     if (multi_label) {
       for (int64_t j = 0; j < nc; ++j) {
-        const float score = r[5 + j] * obj;
+        const float score = cls[j] * obj;
         if (score > conf) push(i, score, j);
       }
     } else {
       int64_t best = 0;
-      float best_score = r[5] * obj;
+      float best_score = cls[0] * obj;
       for (int64_t j = 1; j < nc; ++j) {
-        const float score = r[5 + j] * obj;
+        const float score = cls[j] * obj;
         if (score > best_score) {  // first maximum wins, as torch.max
           best_score = score;
           best = j;
@@ -95,10 +98,10 @@ struct GroupedBoxes {
   std::vector<int32_t> slot, group_end;  // per ranked candidate: its position, its group's end
   std::vector<int32_t> group_size, group_start;
 
-  void build(const std::vector<Candidate>& ranked, const float* rows, int64_t nc, bool agnostic) {
+  void build(const std::vector<Candidate>& ranked, const float* rows, int64_t row_width, int64_t nc, bool agnostic) {
     const size_t m = ranked.size();
     auto raw_box = [&](size_t k, float* out) {
-      const float* r = rows + (ranked[k].key / nc) * (5 + nc);
+      const float* r = rows + (ranked[k].key / nc) * row_width;
       const float half_w = r[2] / 2, half_h = r[3] / 2;
       out[0] = r[0] - half_w, out[1] = r[1] - half_h, out[2] = r[0] + half_w, out[3] = r[1] + half_h;
     };
@@ -191,13 +194,15 @@ NmsOptions val_nms_options() {
 
 std::vector<torch::Tensor> non_max_suppression(const torch::Tensor& prediction,
                                                const NmsOptions& options) {
-  TORCH_CHECK(prediction.dim() == 3 && prediction.size(2) > 5, "prediction must be [bs, N, 5+nc]");
+  const int64_t first_class = options.objectness ? 5 : 4;
+  TORCH_CHECK(prediction.dim() == 3 && prediction.size(2) > first_class,
+              options.objectness ? "prediction must be [bs, N, 5+nc]" : "prediction must be [bs, N, 4+nc]");
   TORCH_CHECK(options.conf_thres >= 0 && options.conf_thres <= 1, "conf_thres must be in [0, 1]");
   TORCH_CHECK(options.iou_thres >= 0 && options.iou_thres <= 1, "iou_thres must be in [0, 1]");
   const auto start = std::chrono::steady_clock::now();
   const auto device = prediction.device();
   const auto pred = prediction.to(torch::kCPU, torch::kFloat32).contiguous();
-  const int64_t bs = pred.size(0), n = pred.size(1), nc = pred.size(2) - 5;
+  const int64_t bs = pred.size(0), n = pred.size(1), row_width = pred.size(2), nc = row_width - first_class;
   const bool multi_label = options.multi_label && nc > 1;
   const float iou_thres = float_threshold(options.iou_thres);
   const double time_limit_s = 0.5 + 0.05 * static_cast<double>(bs);
@@ -214,7 +219,7 @@ std::vector<torch::Tensor> non_max_suppression(const torch::Tensor& prediction,
     if (candidates.empty()) continue;
     rank_candidates(candidates, static_cast<size_t>(std::max(options.max_nms, 0)));
 
-    scratch.boxes.build(candidates, rows, nc, options.agnostic);
+    scratch.boxes.build(candidates, rows, row_width, nc, options.agnostic);
     greedy_nms(scratch.boxes, iou_thres, static_cast<size_t>(std::max(options.max_det, 0)),
                scratch.suppressed, scratch.keep);
 
@@ -223,7 +228,7 @@ std::vector<torch::Tensor> non_max_suppression(const torch::Tensor& prediction,
     float* d = det.data_ptr<float>();
     for (size_t k = 0; k < keep.size(); ++k, d += 6) {
       const Candidate& c = candidates[keep[k]];
-      const float* r = rows + (c.key / nc) * (5 + nc);
+      const float* r = rows + (c.key / nc) * row_width;
       const float half_w = r[2] / 2, half_h = r[3] / 2;
       d[0] = r[0] - half_w, d[1] = r[1] - half_h, d[2] = r[0] + half_w, d[3] = r[1] + half_h;
       d[4] = c.score;

@@ -1,5 +1,6 @@
 // YOLOv5 v7.0 non_max_suppression (utils/general.py) with torchvision.ops.nms's exact greedy
-// semantics, on raw float arrays (LibTorch C++ has no torchvision).
+// semantics, on raw float arrays (LibTorch C++ has no torchvision); without objectness, Ultralytics'
+// (utils/nms.py), which differs from it in that alone.
 //
 // Per image: rows with obj > conf_thres; scores obj*cls (float32); one candidate per (row, class)
 // above conf_thres in row-major order (multi-label) or the best class only; optional class filter;
@@ -29,12 +30,16 @@ struct NmsOptions {
   int max_det = 300;
   int max_nms = 30000;       // candidates kept (highest scores) before suppression
   bool time_limit = false;   // YOLOv5's speed-dependent abort (see above)
+  // Rows carry an objectness score (YOLOv5: x, y, w, h, obj, classes). Off for the anchor-free
+  // head (x, y, w, h, classes): class scores are the confidences, Ultralytics' non_max_suppression.
+  bool objectness = true;
 };
 
 // val.py's settings (conf 0.001, IoU 0.6, multi-label, 300 detections).
 NmsOptions val_nms_options();
 
-// prediction: [bs, N, 5+nc] decoded model output (x, y, w, h in pixels, obj, class scores).
+// prediction: [bs, N, 5+nc] decoded model output (x, y, w, h in pixels, obj, class scores), or
+// [bs, N, 4+nc] without objectness.
 // Returns per image a float32 [k,6] tensor (x1, y1, x2, y2, conf, cls), highest conf first, on
 // prediction's device.
 std::vector<torch::Tensor> non_max_suppression(const torch::Tensor& prediction,

@@ -24,24 +24,38 @@ DetectionModelImpl::DetectionModelImpl(const ModelConfig& cfg, std::optional<int
   build();
   apply_pruned_shapes();
   {
-    // Strides from a dummy forward, in training mode like YOLOv5 (BatchNorm momentum is still
-    // the default 0.1 here, so running_var becomes 0.9 and num_batches_tracked 1).
+    // Strides from a dummy forward: in training mode like YOLOv5 (BatchNorm momentum is still the
+    // default 0.1 here, so running_var becomes 0.9 and num_batches_tracked 1); Ultralytics probes
+    // in eval mode, which leaves the statistics alone.
     torch::NoGradGuard no_grad;
     constexpr int64_t probe = 256;
+    if (spec_.anchor_free) eval();
     const auto raw = forward(torch::zeros({1, spec_.ch, probe, probe}));
+    train();
     std::vector<double> strides;
-    for (const auto& r : raw) strides.push_back(static_cast<double>(probe) / r.size(-2));
-    detect_->set_strides(strides);
+    for (const auto& r : raw) strides.push_back(static_cast<double>(probe) / static_cast<double>(r.size(-2)));
+    head_->set_strides(strides);
   }
-  detect_->initialize_biases();
+  head_->initialize_biases();
   configure_batchnorm();
+}
+
+void DetectionModelImpl::set_pixel_anchors(const torch::Tensor& pixels) {
+  detect();  // YOLOv5 models only
+  detect_->set_pixel_anchors(pixels);
+}
+
+const Detect& DetectionModelImpl::detect() const {
+  if (!detect_)
+    throw std::runtime_error(cfg_.name + " has Ultralytics' anchor-free head: this needs a YOLOv5 (anchor) model");
+  return detect_;
 }
 
 DetectionModelImpl::DetectionModelImpl(Unbuilt, const DetectionModelImpl& like)
     : cfg_(like.cfg_), spec_(like.spec_) {
   build();
   apply_pruned_shapes();
-  detect_->set_strides(like.stride());
+  head_->set_strides(like.stride());
   configure_batchnorm();
 }
 
@@ -52,8 +66,9 @@ void DetectionModelImpl::build() {
     layers_.push_back(make_layer(spec_.layers[i]));
     model_->push_back(layers_.back());
   }
-  detect_ = Detect(std::get<DetectArgs>(spec_.layers.back().typed));
-  model_->push_back(detect_);
+  head_ = make_head(spec_.layers.back());
+  if (auto anchor_head = std::dynamic_pointer_cast<DetectImpl>(head_)) detect_ = Detect(anchor_head);
+  model_->push_back(head_);
   keep_.assign(count, false);
   for (int64_t s : spec_.save) keep_[s] = true;
   for (int64_t c = 0; c < spec_.nc; ++c) names_.push_back(std::to_string(c));
@@ -115,11 +130,11 @@ std::vector<torch::Tensor> DetectionModelImpl::forward(torch::Tensor x) {
   }
   gathered.clear();
   for (int64_t s : spec_.layers.back().sources) gathered.push_back(input_of(s, layers_.size()));
-  return detect_->forward(gathered);
+  return head_->forward(gathered);
 }
 
 torch::Tensor DetectionModelImpl::decode(const std::vector<torch::Tensor>& raw) const {
-  return detect_->decode(raw);
+  return head_->decode(raw);
 }
 
 torch::Tensor DetectionModelImpl::stride_tensor() const {
@@ -199,7 +214,7 @@ std::shared_ptr<DetectionModelImpl> DetectionModelImpl::copy() const {
   }
   // Weights are fp32 in every mode (autocast casts per op): the copy moves, never casts. Module::to
   // with a dtype would turn BatchNorm's int64 num_batches_tracked into a float in LibTorch 2.x.
-  out->to(detect_->convs.front()->weight.device());
+  out->to(parameters().front().device());
   torch::NoGradGuard no_grad;
   const StateDict mine = state();
   const StateDict theirs = out->state();

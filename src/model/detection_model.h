@@ -1,5 +1,6 @@
-// The YOLOv5 detection network (models/yolo.py DetectionModel) built from a model yaml: layer
-// list, forward, decoding, stride/anchor setup, Conv+BN fusion and state-dict style weight access.
+// The detection network (YOLOv5's models/yolo.py DetectionModel, Ultralytics' for YOLOv8, YOLO11 and
+// YOLOv5u) built from a model yaml: layer list, forward, decoding, stride/anchor setup, Conv+BN
+// fusion and state-dict style weight access.
 #pragma once
 #include <torch/torch.h>
 
@@ -26,30 +27,32 @@ class StateDict : public std::vector<std::pair<std::string, torch::Tensor>> {
 
 class DetectionModelImpl : public torch::nn::Module {
  public:
-  // DetectionModel(cfg, ch, nc): builds the layers, finds the strides with a 256x256 forward in
-  // training mode (which, as in YOLOv5, moves the BatchNorm running statistics once), orders
-  // the anchors and converts them to grid units, sets the Detect bias priors, then sets every
-  // BatchNorm to eps 1e-3, momentum 0.03. `nc` overrides the yaml's class count; the yaml's
-  // 'ch' key, when present, wins over `ch`.
+  // DetectionModel(cfg, ch, nc): builds the layers, finds the strides with a 256x256 forward
+  // (YOLOv5's in training mode, which moves the BatchNorm running statistics once; Ultralytics' in
+  // eval mode), orders the anchors and converts them to grid units (YOLOv5), sets the head's bias
+  // priors, then sets every BatchNorm to eps 1e-3, momentum 0.03. `nc` overrides the yaml's class
+  // count; the yaml's 'ch' key, when present, wins over `ch`.
   explicit DetectionModelImpl(const ModelConfig& cfg, std::optional<int64_t> nc = std::nullopt,
                               int64_t ch = 3);
 
-  // Raw per-level head outputs [bs, na, ny, nx, no] (logits), in training and eval mode alike.
+  // Raw per-level head outputs (logits), in training and eval mode alike: YOLOv5's [bs, na, ny,
+  // nx, no], the anchor-free head's [bs, 4 x reg_max + nc, ny, nx].
   std::vector<torch::Tensor> forward(torch::Tensor x);
-  // Inference output [bs, N, no]: xywh in input pixels, sigmoid objectness and class scores,
-  // rows ordered level, anchor, gy, gx.
+  // Inference output [bs, N, ...]: YOLOv5's xywh in input pixels, sigmoid objectness and class
+  // scores, rows ordered level, anchor, gy, gx; the anchor-free head's xywh and class scores.
   torch::Tensor decode(const std::vector<torch::Tensor>& raw) const;
 
   int64_t nc() const { return spec_.nc; }
-  int64_t nl() const { return detect_->nl; }
-  int64_t na() const { return detect_->na; }
-  int64_t no() const { return detect_->no; }
-  const std::vector<double>& stride() const { return detect_->strides(); }
+  int64_t nl() const { return head_->nl; }
+  int64_t na() const { return spec_.na; }
+  int64_t no() const { return head_->no; }
+  bool anchor_free() const { return spec_.anchor_free; }
+  const std::vector<double>& stride() const { return head_->strides(); }
   torch::Tensor stride_tensor() const;  // float32 [nl]
-  // The Detect `anchors` buffer [nl, na, 2] in grid units (pixels / stride).
-  torch::Tensor anchors() const { return detect_->anchors; }
+  // The Detect `anchors` buffer [nl, na, 2] in grid units (pixels / stride). YOLOv5 models only.
+  torch::Tensor anchors() const { return detect()->anchors; }
   // Replaces the anchors with `pixels` [nl, na, 2] (AutoAnchor), ordered and scaled as at build.
-  void set_pixel_anchors(const torch::Tensor& pixels) { detect_->set_pixel_anchors(pixels); }
+  void set_pixel_anchors(const torch::Tensor& pixels);
   const ModelConfig& config() const { return cfg_; }
   const ModelSpec& spec() const { return spec_; }
   const std::vector<std::string>& names() const { return names_; }
@@ -58,7 +61,9 @@ class DetectionModelImpl : public torch::nn::Module {
   // The module of layer i ("model.<i>"), the Detect head last.
   std::shared_ptr<torch::nn::Module> layer(size_t i) const { return model_->ptr(i); }
   size_t num_layers() const { return model_->size(); }
-  const Detect& detect() const { return detect_; }
+  const DetectHeadImpl& head() const { return *head_; }
+  // YOLOv5's anchor head; throws naming the model for an anchor-free one.
+  const Detect& detect() const;
 
   // Lays the 4-D weights out as `format` (ChannelsLast or Contiguous), in place: parameters keep
   // their identity, so optimizers holding them stay valid. With channels-last weights and input,
@@ -95,7 +100,8 @@ class DetectionModelImpl : public torch::nn::Module {
   ModelSpec spec_;
   torch::nn::ModuleList model_{nullptr};
   std::vector<std::shared_ptr<LayerImpl>> layers_;  // all but the Detect head
-  Detect detect_{nullptr};
+  std::shared_ptr<DetectHeadImpl> head_;
+  Detect detect_{nullptr};  // head_ when it is YOLOv5's
   std::vector<bool> keep_;  // layer outputs later layers read (YOLOv5's save list)
   std::vector<std::string> names_;
   bool fused_ = false;

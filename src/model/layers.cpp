@@ -1,6 +1,10 @@
 // YOLOv5 building blocks: construction (in YOLOv5's submodule order, so default initialisation
-// draws the same random stream), forward passes, Conv+BN fusion and the Detect head's decoding.
+// draws the same random stream), forward passes, Conv+BN fusion and the Detect head's decoding;
+// the factories of layers and heads of both families.
 #include "model/layers.h"
+
+#include "model/dfl_detect.h"
+#include "model/ultralytics_blocks.h"
 
 #include <cmath>
 
@@ -67,8 +71,8 @@ void ConvImpl::fuse() {
 
 BottleneckImpl::BottleneckImpl(const BottleneckArgs& a) {
   const auto c_ = static_cast<int64_t>(static_cast<double>(a.c2) * a.e);
-  cv1 = register_module("cv1", Conv(ConvArgs{a.c1, c_, 1, 1}));
-  ConvArgs second{c_, a.c2, 3, 1};
+  cv1 = register_module("cv1", Conv(ConvArgs{a.c1, c_, a.k1, 1}));
+  ConvArgs second{c_, a.c2, a.k2, 1};
   second.g = a.g;
   cv2 = register_module("cv2", Conv(second));
   add_ = a.shortcut && a.c1 == a.c2;
@@ -86,7 +90,7 @@ C3Impl::C3Impl(const C3Args& a) {
   cv3 = register_module("cv3", Conv(ConvArgs{2 * c_, a.c2, 1}));
   m = register_module("m", torch::nn::ModuleList());
   for (int64_t i = 0; i < a.n; ++i) {
-    bottlenecks.emplace_back(BottleneckArgs{c_, c_, a.shortcut, a.g, 1.0});
+    bottlenecks.emplace_back(BottleneckArgs{c_, c_, a.shortcut, a.g, 1.0, a.k, 3});
     m->push_back(bottlenecks.back());
   }
 }
@@ -97,19 +101,21 @@ torch::Tensor C3Impl::forward(const torch::Tensor& x) {
   return cv3(torch::cat({y, cv2(x)}, 1));
 }
 
-SPPFImpl::SPPFImpl(const SPPFArgs& a) {
+SPPFImpl::SPPFImpl(const SPPFArgs& a) : n_(a.n), add_(a.shortcut && a.c1 == a.c2) {
   const int64_t c_ = a.c1 / 2;
-  cv1 = register_module("cv1", Conv(ConvArgs{a.c1, c_, 1, 1}));
-  cv2 = register_module("cv2", Conv(ConvArgs{c_ * 4, a.c2, 1, 1}));
+  ConvArgs first{a.c1, c_, 1, 1};
+  first.act = a.cv1_act;
+  cv1 = register_module("cv1", Conv(first));
+  cv2 = register_module("cv2", Conv(ConvArgs{c_ * (n_ + 1), a.c2, 1, 1}));
   m = register_module("m",
                       torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(a.k).stride(1).padding(a.k / 2)));
 }
 
 torch::Tensor SPPFImpl::forward(const torch::Tensor& x) {
-  torch::Tensor a = cv1(x);
-  torch::Tensor b = m(a);
-  torch::Tensor c = m(b);
-  return cv2(torch::cat({a, b, c, m(c)}, 1));
+  std::vector<torch::Tensor> y{cv1(x)};
+  for (int64_t i = 0; i < n_; ++i) y.push_back(m(y.back()));
+  torch::Tensor out = cv2(torch::cat(y, 1));
+  return add_ ? out + x : out;
 }
 
 SPPImpl::SPPImpl(const SPPArgs& a) {
@@ -151,11 +157,8 @@ torch::Tensor RepeatImpl::run(torch::ArrayRef<torch::Tensor> in) {
 
 // ---- Detect
 
-DetectImpl::DetectImpl(const DetectArgs& a)
-    : nc(a.nc),
-      no(a.nc + 5),
-      nl(static_cast<int64_t>(a.anchors.size())),
-      na(static_cast<int64_t>(a.anchors.front().size() / 2)) {
+DetectImpl::DetectImpl(const DetectArgs& a) : na(static_cast<int64_t>(a.anchors.front().size() / 2)) {
+  nc = a.nc, no = a.nc + 5, nl = static_cast<int64_t>(a.anchors.size());
   std::vector<float> flat;
   for (const auto& level : a.anchors)
     for (double v : level) flat.push_back(static_cast<float>(v));
@@ -266,8 +269,10 @@ std::shared_ptr<LayerImpl> make_one(const LayerSpec& spec) {
         if constexpr (std::is_same_v<A, SPPArgs>) return std::make_shared<SPPImpl>(a);
         if constexpr (std::is_same_v<A, UpsampleArgs>) return std::make_shared<UpsampleImpl>(a);
         if constexpr (std::is_same_v<A, ConcatArgs>) return std::make_shared<ConcatImpl>(a);
-        if constexpr (std::is_same_v<A, DetectArgs>)
-          throw std::runtime_error(spec.where + ": Detect is built by the model, not make_layer");
+        if constexpr (std::is_same_v<A, C2fArgs>) return std::make_shared<C2fImpl>(a);
+        if constexpr (std::is_same_v<A, C2PSAArgs>) return std::make_shared<C2PSAImpl>(a);
+        if constexpr (std::is_same_v<A, DetectArgs> || std::is_same_v<A, DflDetectArgs>)
+          throw std::runtime_error(spec.where + ": Detect is built by make_head, not make_layer");
       },
       spec.typed);
 }
@@ -279,6 +284,12 @@ std::shared_ptr<LayerImpl> make_layer(const LayerSpec& spec) {
   std::vector<std::shared_ptr<LayerImpl>> copies;
   for (int64_t r = 0; r < spec.repeats; ++r) copies.push_back(make_one(spec));
   return std::make_shared<RepeatImpl>(std::move(copies));
+}
+
+std::shared_ptr<DetectHeadImpl> make_head(const LayerSpec& spec) {
+  if (const auto* a = std::get_if<DetectArgs>(&spec.typed)) return std::make_shared<DetectImpl>(*a);
+  if (const auto* a = std::get_if<DflDetectArgs>(&spec.typed)) return std::make_shared<DflDetectImpl>(*a);
+  throw std::runtime_error(spec.where + ": the last layer must be Detect");
 }
 
 }  // namespace kestrel

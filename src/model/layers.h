@@ -1,5 +1,7 @@
-// The building blocks of YOLOv5 (models/common.py, models/yolo.py Detect) as LibTorch modules.
-// Submodule names follow YOLOv5's attribute names so state-dict keys match one for one.
+// The building blocks of YOLOv5 (models/common.py, models/yolo.py Detect) as LibTorch modules, with
+// the parameters Ultralytics' versions of them take (Bottleneck kernels, SPPF's pools), and the
+// interface every detection head implements. Submodule names follow YOLOv5's attribute names so
+// state-dict keys match one for one.
 #pragma once
 #include <torch/torch.h>
 
@@ -41,7 +43,7 @@ class ConvImpl : public LayerImpl {
 };
 TORCH_MODULE(Conv);
 
-// cv2(cv1(x)), plus x when shortcut and c1 == c2.
+// cv2(cv1(x)) (k1 x k1, then k2 x k2), plus x when shortcut and c1 == c2.
 class BottleneckImpl : public LayerImpl {
  public:
   explicit BottleneckImpl(const BottleneckArgs& args);
@@ -69,7 +71,7 @@ class C3Impl : public LayerImpl {
 };
 TORCH_MODULE(C3);
 
-// Spatial pyramid pooling, fast: one k x k max-pool applied three times in sequence.
+// Spatial pyramid pooling, fast: one k x k max-pool applied n (3) times in sequence.
 class SPPFImpl : public LayerImpl {
  public:
   explicit SPPFImpl(const SPPFArgs& args);
@@ -78,6 +80,10 @@ class SPPFImpl : public LayerImpl {
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::MaxPool2d m{nullptr};
+
+ private:
+  int64_t n_;
+  bool add_;
 };
 TORCH_MODULE(SPPF);
 
@@ -130,37 +136,76 @@ class RepeatImpl : public LayerImpl {
 };
 TORCH_MODULE(Repeat);
 
-// The detection head: one 1x1 conv (with bias) per level giving na*(nc+5) channels.
-class DetectImpl : public torch::nn::Module {
+// Python's nn.Sequential of single-input steps (Conv, Conv2d, or a nested Chain), children named
+// 0, 1, ...: LibTorch's Sequential cannot hold a Sequential.
+class ChainImpl : public torch::nn::Module {
+ public:
+  template <typename Holder>
+  void append(Holder step) {
+    register_module(std::to_string(steps_.size()), step.ptr());
+    steps_.push_back([step](const torch::Tensor& x) mutable { return step->forward(x); });
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = x;
+    for (auto& step : steps_) y = step(y);
+    return y;
+  }
+
+ private:
+  std::vector<std::function<torch::Tensor(const torch::Tensor&)>> steps_;
+};
+TORCH_MODULE(Chain);
+
+// A detection head: the last layer, one input feature map per level.
+class DetectHeadImpl : public torch::nn::Module {
+ public:
+  // Raw per-level outputs (logits, fp32), in training and eval mode alike.
+  virtual std::vector<torch::Tensor> forward(torch::ArrayRef<torch::Tensor> inputs) = 0;
+  // Decoded predictions [bs, N, ...]: xywh in input pixels first (each head says what follows).
+  // Needs set_strides() first.
+  virtual torch::Tensor decode(const std::vector<torch::Tensor>& raw) const = 0;
+  // Called once the strides are known (from the model's probe forward).
+  virtual void set_strides(const std::vector<double>& strides) = 0;
+  // The bias priors each family starts its head from.
+  virtual void initialize_biases() = 0;
+  const std::vector<double>& strides() const { return strides_; }
+
+  int64_t nc = 0, no = 0, nl = 0;  // classes, outputs per cell (and anchor), levels
+
+ protected:
+  std::vector<double> strides_;
+};
+
+// YOLOv5's head: one 1x1 conv (with bias) per level giving na*(nc+5) channels.
+class DetectImpl : public DetectHeadImpl {
  public:
   explicit DetectImpl(const DetectArgs& args);
   // Raw per-level outputs [bs, na, ny, nx, no] (logits), in training and eval alike.
-  std::vector<torch::Tensor> forward(torch::ArrayRef<torch::Tensor> inputs);
+  std::vector<torch::Tensor> forward(torch::ArrayRef<torch::Tensor> inputs) override;
   // Decoded predictions [bs, N, no]: xywh in input pixels, sigmoid obj and class scores; rows
-  // ordered level, anchor, gy, gx. Needs set_strides() first.
-  torch::Tensor decode(const std::vector<torch::Tensor>& raw) const;
-  // Called once the strides are known: check_anchor_order on the pixel anchors, then anchors to
-  // grid units (anchors /= stride).
-  void set_strides(const std::vector<double>& strides);
+  // ordered level, anchor, gy, gx.
+  torch::Tensor decode(const std::vector<torch::Tensor>& raw) const override;
+  // check_anchor_order on the pixel anchors, then anchors to grid units (anchors /= stride).
+  void set_strides(const std::vector<double>& strides) override;
   // New anchors in pixels [nl, na, 2] (AutoAnchor): check_anchor_order, then to grid units.
   void set_pixel_anchors(const torch::Tensor& pixels);
   // YOLOv5's _initialize_biases (cf=None): objectness prior of 8 objects per 640 image, class
   // prior 0.6/(nc-0.99).
-  void initialize_biases();
+  void initialize_biases() override;
 
-  const std::vector<double>& strides() const { return strides_; }
-  int64_t nc, no, nl, na;
+  int64_t na;
   torch::Tensor anchors;  // buffer [nl, na, 2]: pixels until set_strides, then grid units
   torch::nn::ModuleList m{nullptr};
   std::vector<torch::nn::Conv2d> convs;
 
  private:
   void order_and_scale_anchors();  // check_anchor_order on pixel anchors, then anchors /= stride
-  std::vector<double> strides_;
 };
 TORCH_MODULE(Detect);
 
 // Builds the layer a resolved row describes (all but Detect); repeats > 1 gives a Repeat.
 std::shared_ptr<LayerImpl> make_layer(const LayerSpec& spec);
+// Builds the Detect row's head: YOLOv5's anchor head or Ultralytics' DFL head.
+std::shared_ptr<DetectHeadImpl> make_head(const LayerSpec& spec);
 
 }  // namespace kestrel

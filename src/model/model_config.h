@@ -1,7 +1,10 @@
-// Model yaml (YOLOv5 format): parsing the file, and resolving its rows into concrete layers with
-// parse_model's scaling rules (depth/width multiples, channel bookkeeping, Detect inputs).
+// Model yamls of both families: YOLOv5's (depth/width multiples, anchors) and Ultralytics' (YOLOv8,
+// YOLO11, YOLOv5u: `scales` of depth, width and max_channels, an anchor-free Detect). Parsing the
+// file, and resolving its rows into concrete layers with each family's parse_model rules (multiples,
+// channel bookkeeping, repeats, Detect inputs).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,8 +55,13 @@ struct ModelConfig {
   int64_t nc = 80;
   double depth_multiple = 1.0;
   double width_multiple = 1.0;
+  double max_channels = std::numeric_limits<double>::infinity();  // Ultralytics: channels capped before the width
+  std::string scale;          // Ultralytics: the row of `scales` in use (n, s, m, l, x), "" for YOLOv5 yamls
+  int64_t reg_max = 16;       // Ultralytics: DFL bins per box side
   std::optional<int64_t> ch;  // input channels, when the yaml sets 'ch'
-  Arg anchors;                // per level a list of flat pixel (w, h) pairs, or an int count
+  Arg anchors;                // per level a list of flat pixel (w, h) pairs, or an int count; None: anchor-free
+  bool ultralytics = false;   // an Ultralytics yaml: anchor-free Detect, its module set and rules
+  std::string family() const { return ultralytics ? "ultralytics" : "yolov5"; }
   std::vector<ConfigRow> rows;  // backbone rows, then head rows
   // A pruned model (kestrel prune): the state-dict tensors whose channels were cut, with their
   // shapes. Empty for the architecture the yaml describes. Not part of the yaml text.
@@ -62,8 +70,13 @@ struct ModelConfig {
 
 // Parses yaml text; `source` names it in error messages.
 ModelConfig parse_model_config(const std::string& yaml_text, const std::string& source);
-// --cfg resolution: an existing file first, else a built-in model ("yolov5n.yaml" or "yolov5n").
+// --cfg resolution: an existing file first, else a built-in model ("yolov5n.yaml" or "yolov5n"). A
+// scaled name picks a row of an Ultralytics yaml's `scales`, as Ultralytics does: "yolov8s.yaml"
+// is yolov8.yaml at scale s, "yolov5nu.yaml" yolov5u.yaml at scale n. The scale is written into
+// the config's text (`scale: s`), so checkpoints rebuild the same model.
 ModelConfig load_model_config(const std::string& cfg);
+// Ultralytics' guess_model_scale: the letter after the version in a file name ("yolo11s" -> "s").
+std::string scale_in_name(const std::string& name);
 // Names of the built-in models (cfg/models/*.yaml embedded at build time), sorted.
 std::vector<std::string> builtin_model_names();
 
@@ -79,11 +92,29 @@ struct BottleneckArgs {
   bool shortcut = true;
   int64_t g = 1;
   double e = 0.5;
+  int64_t k1 = 1, k2 = 3;  // kernels of cv1 and cv2 (YOLOv5's; Ultralytics' C2f and C3k use 3, 3)
 };
 struct C3Args {
   int64_t c1 = 0, c2 = 0, n = 1;
   bool shortcut = true;
   int64_t g = 1;
+  double e = 0.5;
+  int64_t k = 1;  // cv1 kernel of its bottlenecks: 1 in C3, 3 in C3k (whose cv2 kernel is 3 as well)
+};
+// C2f(c1, c2, n, shortcut=False, g, e) and C3k2(c1, c2, n, c3k=False, e, attn, g, shortcut=True):
+// one split 1x1 conv, n blocks each reading the last output, all outputs concatenated.
+struct C2fArgs {
+  int64_t c1 = 0, c2 = 0, n = 1;
+  bool shortcut = false;
+  int64_t g = 1;
+  double e = 0.5;
+  // What each of the n blocks is: C2f's Bottleneck(c, c, e=1.0); C3k2's Bottleneck(c, c) (e 0.5),
+  // or with c3k a C3k(c, c, n=2) (a C3 whose bottlenecks have two 3x3 convs). Kernels are 3x3.
+  enum class Block { c2f, bottleneck, c3k } block = Block::c2f;
+};
+// C2PSA(c1, c2, n, e): half the channels through n attention blocks (PSABlock).
+struct C2PSAArgs {
+  int64_t c1 = 0, c2 = 0, n = 1;
   double e = 0.5;
 };
 struct SPPArgs {
@@ -92,6 +123,9 @@ struct SPPArgs {
 };
 struct SPPFArgs {
   int64_t c1 = 0, c2 = 0, k = 5;
+  int64_t n = 3;         // pools in sequence (Ultralytics' n)
+  bool shortcut = false;  // Ultralytics: adds the input when c1 == c2
+  bool cv1_act = true;    // Ultralytics leaves cv1 unactivated unless the row is a legacy one (<= 3 args)
 };
 struct UpsampleArgs {
   double scale = 2.0;  // nearest neighbour
@@ -104,8 +138,16 @@ struct DetectArgs {
   std::vector<std::vector<double>> anchors;  // per level, flat pixel (w, h) pairs
   std::vector<int64_t> ch;                   // input channels per level
 };
-using LayerArgs = std::variant<ConvArgs, BottleneckArgs, C3Args, SPPArgs, SPPFArgs, UpsampleArgs,
-                               ConcatArgs, DetectArgs>;
+// Ultralytics' anchor-free Detect(nc, reg_max, end2end, ch): per level a box branch of 4 x reg_max
+// DFL bins and a class branch; `legacy` (YOLOv8, YOLOv5u) has two 3x3 convs in the class branch,
+// YOLO11 depthwise-separable ones.
+struct DflDetectArgs {
+  int64_t nc = 80, reg_max = 16;
+  std::vector<int64_t> ch;
+  bool legacy = true;
+};
+using LayerArgs = std::variant<ConvArgs, BottleneckArgs, C3Args, C2fArgs, C2PSAArgs, SPPArgs, SPPFArgs,
+                               UpsampleArgs, ConcatArgs, DetectArgs, DflDetectArgs>;
 
 // One layer after parse_model's rules.
 struct LayerSpec {
@@ -127,7 +169,8 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::vector<int64_t> save;  // sorted layer indices whose outputs later layers read
-  int64_t nc = 80, na = 3, no = 85, ch = 3;
+  int64_t nc = 80, na = 3, no = 85, ch = 3;  // anchor-free: na 1, no = nc + 4 x reg_max
+  bool anchor_free = false;
 };
 
 // parse_model: applies the multiples and channel rules. nc_override replaces the yaml's nc (as

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/videoio.hpp>
 #include <thread>
 
 #include "data/io/image_decode.h"
@@ -14,6 +13,7 @@
 #include "model/weights.h"
 #include "report/run_dir.h"
 #include "val/detect_sources.h"
+#include "val/video_reader.h"
 
 namespace fs = std::filesystem;
 
@@ -103,29 +103,30 @@ void detect_image_file(DetectLoop& loop, const DetectRunOptions& o, DetectRunSum
 // A video frame by frame, written as <stem>.mp4 (mp4v) at the source's frame rate.
 void detect_video(DetectLoop& loop, const DetectRunOptions& o, DetectRunSummary& s, const std::string& path,
                   const std::string& what) {
-  cv::VideoCapture cap(path);
-  if (!cap.isOpened()) {
-    std::cerr << "WARNING: skipping " << path << ": OpenCV cannot open this video\n";
+  VideoReader video(path);
+  if (!video.error().empty()) {
+    std::cerr << "WARNING: skipping " << path << ": " << video.error() << "\n";
     ++s.skipped;
     return;
   }
-  const int total = static_cast<int>(cap.get(cv::CAP_PROP_FRAME_COUNT));
-  const double fps = cap.get(cv::CAP_PROP_FPS);
+  const std::string total = video.frame_count() ? std::to_string(video.frame_count()) : "?";
   const std::string stem = fs::path(path).stem().string();
   const std::string out = s.save_dir + "/" + stem + ".mp4";
   cv::VideoWriter writer;
   cv::Mat frame;
-  for (int n = 1; cap.read(frame); ++n) {
-    const std::string tag = "_" + std::to_string(n);
-    loop.frame(frame, what + " (frame " + std::to_string(n) + "/" + std::to_string(total) + ") " + path, stem + tag, stem);
+  int n = 0;
+  while (video.next(frame)) {
+    const std::string tag = "_" + std::to_string(++n);
+    loop.frame(frame, what + " (frame " + std::to_string(n) + "/" + total + ") " + path, stem + tag, stem);
     ++s.frames;
     if (o.nosave) continue;
     if (!writer.isOpened() &&
-        !writer.open(out, cv::VideoWriter::fourcc('m', 'p', '4', 'v'), fps > 0 ? fps : 30, frame.size()))
+        !writer.open(out, cv::VideoWriter::fourcc('m', 'p', '4', 'v'), video.fps(), frame.size()))
       throw std::runtime_error(out + ": OpenCV cannot write this video");
     writer.write(frame);
   }
-  if (!s.frames) std::cerr << "WARNING: " << path << ": no frames could be read\n";
+  if (!video.error().empty()) std::cerr << "WARNING: " << path << ": stopped after " << n << " frames: " << video.error() << "\n";
+  else if (!n) std::cerr << "WARNING: " << path << ": no frames could be read\n";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Data-parallel journeys of the kestrel binary over Gloo on loopback: 2 processes started by
 // `--nproc-per-node 2`, 2 "machines" (`--nnodes 2`, one process each), torchrun launching and
-// restarting kestrel, a rank killed mid-epoch, and the start-up errors (port in use, ranks that
-// disagree on options). Each run is a few seconds: a 3-class dataset of 16 images at 64 px.
+// restarting kestrel, a rank killed mid-epoch, the ranks' network cut, and the start-up errors
+// (port in use, ranks that disagree on options). Each run is a few seconds: a 3-class dataset of
+// 16 images at 64 px.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -149,6 +150,42 @@ TEST_F(DataParallelJourney, KilledRankStopsTheJobWithAMessage) {
   EXPECT_TRUE(r.has("another rank of the job is gone") || r.has("timed out")) << r.output;
   EXPECT_LT(seconds, 60) << "the job must stop within --dist-timeout";
   EXPECT_TRUE(fs::exists(root_ + "/runs/killed/weights/last.pt")) << "epoch 0's checkpoint is kept for --resume";
+}
+
+// The ranks' network is cut after epoch 0 (loopback brought down inside a private network
+// namespace: no packets and no resets, as when a link or switch fails, unlike a killed rank whose
+// sockets close). Every rank stops within --dist-timeout with one line, and --resume ends where an
+// uncut run ends. Skips where network namespaces are not allowed (no root, no unshare).
+TEST_F(DataParallelJourney, NetworkCutStopsEveryRankWithinTheTimeoutAndResumes) {
+  const CommandResult clean = train("uncut", {"--nproc-per-node", "2", "--epochs", "4", "--master-port", port()});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  const char* script =
+      "ip link set lo up 2>/dev/null || exit 77\n"
+      "csv=$1; shift; \"$@\" & pid=$!\n"
+      "while kill -0 $pid 2>/dev/null && [ \"$(cat \"$csv\" 2>/dev/null | wc -l)\" -lt 2 ]; do sleep 0.02; done\n"
+      "ip link set lo down && echo 'test: network cut'\n"
+      "wait $pid";
+  std::vector<std::string> args = {"-n", "sh", "-c", script, "sh", root_ + "/runs/cut/results.csv", KESTREL_BIN};
+  for (const std::string& a : train_args("cut", {"--nproc-per-node", "2", "--epochs", "4", "--master-port", port(),
+                                                 "--dist-timeout", "10"}))
+    args.push_back(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult cut = run_program("unshare", args, root_, {}, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (cut.exit_code == 77 || cut.has("unshare: ")) GTEST_SKIP() << "network namespaces not allowed here: " << cut.output;
+  ASSERT_TRUE(cut.has("test: network cut")) << cut.output;
+  EXPECT_EQ(cut.exit_code, 1) << cut.output;
+  size_t errors = 0;
+  for (size_t at = 0; (at = cut.output.find("kestrel: error: ", at)) != std::string::npos; ++at, ++errors) {
+    const std::string line = cut.output.substr(at, cut.output.find('\n', at) - at);
+    EXPECT_NE(line.find(" timed out: a rank stopped answering within the job's --dist-timeout"), std::string::npos) << line;
+  }
+  EXPECT_EQ(errors, 2u) << "one line from each rank:\n" << cut.output;
+  EXPECT_LT(seconds, 45) << "the epochs take seconds, the timeout 10 s";
+  const CommandResult resumed = run_kestrel({"train", "--resume", root_ + "/runs/cut/weights/last.pt", "--nproc-per-node", "2",
+                                             "--master-port", port()}, root_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(results("cut"), results("uncut"));
 }
 
 TEST_F(DataParallelJourney, TorchrunRestartResumesToTheSameResults) {

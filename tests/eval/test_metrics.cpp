@@ -85,6 +85,24 @@ void expect_ap_matches(const std::string& file) {
 TEST(ApPerClass, MatchesYolov5Small) { expect_ap_matches("metrics_ap_small.json"); }
 TEST(ApPerClass, MatchesYolov5Large) { expect_ap_matches("metrics_ap_large.json"); }
 
+// Ultralytics' ap_per_class on the same inputs: only the curve's end differs, and with it the AP.
+TEST(ApPerClass, MatchesUltralyticsWhereTheCurveEndsAtTheLastRecall) {
+  for (const std::string file : {"ultralytics/metrics_ap_small.json", "ultralytics/metrics_ap_large.json"}) {
+    const auto& ref = reference(file);
+    const auto& out = ref.at("outputs");
+    const ValStats s = stats_from(ref.at("inputs"));
+    const auto res = ap_per_class(s.correct, 10, s.conf, s.pred_cls, s.target_cls, PrCurveEnd::at_last_recall);
+    expect_near_all(res.p, json_doubles(out.at("p")), file + " p");
+    expect_near_all(res.r, json_doubles(out.at("r")), file + " r");
+    expect_near_all(res.ap, json_doubles(out.at("ap")), file + " ap");
+    expect_near_all(res.tp, json_doubles(out.at("tp_at_max_f1")), file + " tp");
+    expect_near_all(res.fp, json_doubles(out.at("fp_at_max_f1")), file + " fp");
+    // Against YOLOv5's rule the AP moves (both files have classes whose recall stops short of 1).
+    const auto yolov5 = ap_per_class(s.correct, 10, s.conf, s.pred_cls, s.target_cls);
+    EXPECT_NE(yolov5.ap, res.ap) << file;
+  }
+}
+
 TEST(ComputeAp, PerfectHalfAndEmptyCurves) {
   // np.interp at x == 1 picks the last of the duplicated recall-1 points, whose sentinel precision
   // is 0: a perfect detector scores 0.995, as in YOLOv5.

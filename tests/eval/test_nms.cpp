@@ -1,4 +1,5 @@
-// Tests for eval/nms: YOLOv5's non_max_suppression reference outputs and its class-offset quirk.
+// Tests for eval/nms: YOLOv5's non_max_suppression reference outputs and its class-offset quirk, and
+// Ultralytics' (no objectness) on the anchor-free head's layout.
 #include "eval/nms.h"
 
 #include <cmath>
@@ -25,10 +26,12 @@ NmsOptions options_from(const nlohmann::json& params) {
   return o;
 }
 
-void expect_matches_reference(const std::string& file) {
+void expect_matches_reference(const std::string& file, bool objectness = true) {
   const auto& ref = reference(file);
   const auto pred = json_tensor(ref.at("inputs").at("prediction"));
-  const auto out = non_max_suppression(pred, options_from(ref.at("params")));
+  NmsOptions options = options_from(ref.at("params"));
+  options.objectness = objectness;
+  const auto out = non_max_suppression(pred, options);
   const auto& expected = ref.at("outputs").at("detections");
   ASSERT_EQ(out.size(), expected.size());
   for (size_t b = 0; b < out.size(); ++b) {
@@ -53,6 +56,8 @@ TEST(Nms, MatchesYolov5ValSettings) { expect_matches_reference("nms_val.json"); 
 TEST(Nms, MatchesYolov5DetectSettings) { expect_matches_reference("nms_detect.json"); }
 TEST(Nms, MatchesYolov5MaxDetTruncation) { expect_matches_reference("nms_maxdet.json"); }
 TEST(Nms, MatchesYolov5Agnostic) { expect_matches_reference("nms_agnostic.json"); }
+TEST(Nms, MatchesUltralyticsValSettingsWithoutObjectness) { expect_matches_reference("ultralytics/nms_val.json", false); }
+TEST(Nms, MatchesUltralyticsPredictSettingsWithoutObjectness) { expect_matches_reference("ultralytics/nms_predict.json", false); }
 
 // One row: x, y, w, h, obj, then nc class scores.
 torch::Tensor rows(const std::vector<std::vector<float>>& r) {

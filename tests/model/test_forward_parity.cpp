@@ -11,16 +11,6 @@
 namespace kestrel {
 namespace {
 
-// k[c,y,x] = (67c + 29y + 13x + (x*y) % 11) % 256 as uint8, then float32(k) / 255.
-torch::Tensor fixed_input() {
-  auto k = torch::empty({1, 3, 160, 160}, torch::kUInt8);
-  auto a = k.accessor<uint8_t, 4>();
-  for (int64_t c = 0; c < 3; ++c)
-    for (int64_t y = 0; y < 160; ++y)
-      for (int64_t x = 0; x < 160; ++x) a[0][c][y][x] = static_cast<uint8_t>((67 * c + 29 * y + 13 * x + (x * y) % 11) % 256);
-  return k.to(torch::kFloat32) / 255.0f;
-}
-
 // Printed so the margins to the tolerances show in the test log.
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b, const std::string& what) {
   EXPECT_EQ(a.sizes(), b.sizes()) << what;
@@ -40,7 +30,7 @@ class ForwardParity : public ::testing::Test {
     ASSERT_EQ(model_->load_matching(ckpt.state), ckpt.state.size());
     ASSERT_EQ(model_->state().size(), ckpt.state.size());
     model_->set_names(ckpt.names);
-    input_ = fixed_input();
+    input_ = test::fixed_input(160, 160);
   }
 
   // Raw outputs against a reference list of per-level tensors.

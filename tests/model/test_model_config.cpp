@@ -164,12 +164,59 @@ TEST(ModelConfig, FileBeatsBuiltinAndBuiltinsResolveByName) {
   EXPECT_EQ(load_model_config(path).name, "yolov5n.yaml");
   EXPECT_EQ(load_model_config("yolov5n").nc, 80);
   EXPECT_EQ(load_model_config("models/yolov5m.yaml").depth_multiple, 0.67);
-  EXPECT_EQ(builtin_model_names(),
-            (std::vector<std::string>{"yolov5l.yaml", "yolov5m.yaml", "yolov5n.yaml",
-                                      "yolov5s.yaml", "yolov5x.yaml"}));
+  EXPECT_EQ(builtin_model_names(), (std::vector<std::string>{"yolo11.yaml", "yolov5l.yaml", "yolov5m.yaml", "yolov5n.yaml",
+                                                              "yolov5s.yaml", "yolov5u.yaml", "yolov5x.yaml", "yolov8.yaml"}));
   const std::string err = error_of([] { load_model_config("yolov9q.yaml"); });
   EXPECT_NE(err.find("yolov9q.yaml"), std::string::npos) << err;
   EXPECT_NE(err.find("yolov5n.yaml"), std::string::npos) << err;
+}
+
+// Ultralytics' naming: a scale letter after the version picks a row of the family yaml's `scales`,
+// and the choice is written into the config text so a checkpoint rebuilds the same model.
+TEST(ModelConfig, UltralyticsScaledNamesPickTheirScale) {
+  EXPECT_EQ(scale_in_name("yolo11s.yaml"), "s");
+  EXPECT_EQ(scale_in_name("path/to/yolov8x-custom.yaml"), "x");
+  EXPECT_EQ(scale_in_name("yolov5nu.yaml"), "n");
+  EXPECT_EQ(scale_in_name("yolov8.yaml"), "");
+  EXPECT_EQ(scale_in_name("my_detector.yaml"), "");
+  const ModelConfig m = load_model_config("yolov8m");
+  EXPECT_TRUE(m.ultralytics);
+  EXPECT_EQ(m.name, "yolov8m.yaml");
+  EXPECT_EQ(m.scale, "m");
+  EXPECT_DOUBLE_EQ(m.depth_multiple, 0.67);
+  EXPECT_DOUBLE_EQ(m.width_multiple, 0.75);
+  EXPECT_DOUBLE_EQ(m.max_channels, 768);
+  const ModelConfig again = parse_model_config(m.text, "checkpoint yaml");
+  EXPECT_EQ(again.scale, "m");
+  EXPECT_DOUBLE_EQ(again.max_channels, 768);
+  EXPECT_EQ(load_model_config("yolov5su.yaml").scale, "s");
+  // YOLO11 at m, l and x builds its C3k2 blocks from C3k whatever the row says.
+  const ModelSpec x = resolve_model(load_model_config("yolo11x.yaml"));
+  EXPECT_EQ(python_repr(x.layers[2].args), "[192, 384, 2, True, 0.25]");  // as Ultralytics logs it
+  EXPECT_EQ(std::get<C2fArgs>(x.layers[2].typed).block, C2fArgs::Block::c3k);
+  EXPECT_FALSE(std::get<DflDetectArgs>(x.layers.back().typed).legacy);
+  EXPECT_TRUE(std::get<DflDetectArgs>(resolve_model(load_model_config("yolov8n")).layers.back().typed).legacy);
+}
+
+TEST(ModelConfig, UltralyticsYamlErrorsNameTheFile) {
+  const std::string yolov8 = load_model_config("yolov8n").text;
+  std::string end2end = "end2end: True\n" + yolov8;
+  EXPECT_NE(error_of([&] { parse_model_config(end2end, "e2e.yaml"); }).find("e2e.yaml: end2end"), std::string::npos);
+  std::string no_such_scale = yolov8;
+  no_such_scale.replace(no_such_scale.find("scale: n"), 8, "scale: q");
+  EXPECT_NE(error_of([&] { parse_model_config(no_such_scale, "q.yaml"); }).find("scale 'q' is not among its 'scales'"), std::string::npos);
+  std::string unknown = yolov8;
+  unknown.replace(unknown.find("C2f, [128, True]"), 3, "C9x");
+  const std::string err = error_of([&] { resolve_model(parse_model_config(unknown, "u.yaml")); });
+  EXPECT_NE(err.find("u.yaml backbone row 2 (layer 2): unknown module 'C9x' (known: Conv, Bottleneck, C3, C2f, C3k2, C2PSA"), std::string::npos) << err;
+  std::string psa = load_model_config("yolo11n").text;
+  psa.replace(psa.find("C2PSA, [1024]"), 13, "C2PSA, [512]");
+  EXPECT_NE(error_of([&] { resolve_model(parse_model_config(psa, "psa.yaml")); }).find("C2PSA needs as many output channels as input channels"),
+            std::string::npos);
+  // A scaled file of the user's without a scale in its name gets the first row, as in Ultralytics.
+  std::string unnamed = yolov8;
+  unnamed.erase(0, unnamed.find('\n') + 1);  // drop the `scale: n` line
+  EXPECT_EQ(parse_model_config(unnamed, "detector.yaml").scale, "n");
 }
 
 TEST(ModelConfig, ErrorsNameTheFileAndRow) {
