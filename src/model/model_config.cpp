@@ -327,28 +327,19 @@ Arg eval_arg(const Arg& a, const ModelConfig& cfg, int64_t nc) {
   return a;
 }
 
-// The module column of parse_model's table; nullptr for a module the family does not have.
-const char* python_type_of(const std::string& module, bool ultralytics) {
+// The module column of parse_model's table; "" for a module the family does not have.
+std::string python_type_of(const std::string& module, bool ultralytics) {
   if (module == "nn.Upsample") return "torch.nn.modules.upsampling.Upsample";
   if (!ultralytics) {
-    if (module == "Conv") return "models.common.Conv";
-    if (module == "Bottleneck") return "models.common.Bottleneck";
-    if (module == "C3") return "models.common.C3";
-    if (module == "SPP") return "models.common.SPP";
-    if (module == "SPPF") return "models.common.SPPF";
-    if (module == "Concat") return "models.common.Concat";
-    if (module == "Detect") return "models.yolo.Detect";
-    return nullptr;
+    for (const char* common : {"Conv", "Bottleneck", "C3", "SPP", "SPPF", "Concat"})
+      if (module == common) return "models.common." + module;
+    return module == "Detect" ? "models.yolo.Detect" : "";
   }
-  if (module == "Conv") return "ultralytics.nn.modules.conv.Conv";
-  if (module == "Concat") return "ultralytics.nn.modules.conv.Concat";
+  if (module == "Conv" || module == "Concat") return "ultralytics.nn.modules.conv." + module;
   if (module == "Detect") return "ultralytics.nn.modules.head.Detect";
   for (const char* block : {"Bottleneck", "C3", "C2f", "C3k2", "C2PSA", "SPP", "SPPF"})
-    if (module == block) {
-      static std::map<std::string, std::string> names;
-      return names.emplace(module, "ultralytics.nn.modules.block." + module).first->second.c_str();
-    }
-  return nullptr;
+    if (module == block) return "ultralytics.nn.modules.block." + module;
+  return "";
 }
 
 const char* known_modules(bool ultralytics) {
@@ -599,9 +590,8 @@ ModelSpec resolve_model(const ModelConfig& cfg, std::optional<int64_t> nc_overri
     L.from_is_list = row.from_is_list;
     L.module = row.module;
     L.where = row.where;
-    const char* type = python_type_of(row.module, cfg.ultralytics);
-    if (!type) fail(row.where, "unknown module '" + row.module + "' (known: " + known_modules(cfg.ultralytics) + ")");
-    L.python_type = type;
+    L.python_type = python_type_of(row.module, cfg.ultralytics);
+    if (L.python_type.empty()) fail(row.where, "unknown module '" + row.module + "' (known: " + known_modules(cfg.ultralytics) + ")");
     check_row_shape(cfg, row, row_i);
 
     // Where each input comes from: -1 is the previous layer (the image for layer 0).
