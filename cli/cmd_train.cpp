@@ -33,7 +33,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--save-period", o.save_period, "save a checkpoint every x epochs (disabled if < 1)");
   cmd->add_option("--save-minutes", o.save_minutes,
                   "also write last.pt every N minutes mid-epoch, in the background (a crash loses minutes, not the epoch)");
-  cmd->add_option("--close-mosaic", o.close_mosaic, "turn mosaic off for the last N epochs");
+  cmd->add_option("--close-mosaic", o.close_mosaic, "turn mosaic off for the last N epochs (default: YOLOv5 models 0, YOLOv8/YOLO11 10)");
   cmd->add_option("--val-period", o.val_period, "validate every N epochs (the last one always)");
   cmd->add_option("--sparsity", o.sparsity, "BN-sparsity training: S x sign(gamma) on BatchNorm scales (e.g. 1e-4), for kestrel prune");
   cmd->add_flag("--sparsity-decay", o.sparsity_decay, "lower --sparsity linearly to a tenth over the run");

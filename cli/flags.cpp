@@ -9,10 +9,11 @@ void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std:
   cmd->add_option("--device", device, "cuda device: 0, cuda:1, 0,1,2,3 (one process per GPU), or cpu; default: a GPU when there is one");
 }
 
-void add_inference_flags(CLI::App* cmd, double& conf_thres, double& iou_thres, int& max_det, bool& half) {
+void add_inference_flags(CLI::App* cmd, double& conf_thres, std::optional<double>& iou_thres, std::optional<int>& max_det,
+                         bool& half) {
   cmd->add_option("--conf-thres", conf_thres, "confidence threshold");
-  cmd->add_option("--iou-thres", iou_thres, "NMS IoU threshold");
-  cmd->add_option("--max-det", max_det, "maximum detections per image");
+  cmd->add_option("--iou-thres", iou_thres, "NMS IoU threshold (default: YOLOv5 models 0.6 in val, 0.45 in detect; YOLOv8/YOLO11 0.7)");
+  cmd->add_option("--max-det", max_det, "maximum detections per image (default: 300; detect with a YOLOv5 model 1000)");
   cmd->add_flag("--half", half, "half-precision inference: fp16 on CUDA, bf16 on a CPU");
 }
 
@@ -47,7 +48,8 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_flag("--fast", o.fast, "GPU: cuDNN autotuning and non-deterministic kernels (faster; runs no longer repeat bit for bit)");
   cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
   cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");
-  cmd->add_option("--optimizer", o.optimizer, "SGD, Adam or AdamW")->check(CLI::IsMember({"SGD", "Adam", "AdamW"}));
+  cmd->add_option("--optimizer", o.optimizer, "auto, SGD, Adam or AdamW (auto: SGD for YOLOv5 models, Ultralytics' rule for YOLOv8/YOLO11)")
+      ->check(CLI::IsMember({"auto", "SGD", "Adam", "AdamW"}));
   cmd->add_option("--workers", workers, "loader threads, or auto");
   cmd->add_option("--prefetch", o.prefetch, "batches prepared ahead of the model");
   add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);

@@ -2,6 +2,7 @@
 // settings (val, detect), the run folder, --amp, and train.py's flags (train, profile).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "train/train_options.h"
@@ -11,7 +12,8 @@ namespace kestrel::cli {
 // --weights (required), --cfg, --device.
 void add_model_flags(CLI::App* cmd, std::string& weights, std::string& cfg, std::string& device);
 // --conf-thres, --iou-thres, --max-det, --half (--imgsz differs: one size for val, H W for detect).
-void add_inference_flags(CLI::App* cmd, double& conf_thres, double& iou_thres, int& max_det, bool& half);
+void add_inference_flags(CLI::App* cmd, double& conf_thres, std::optional<double>& iou_thres, std::optional<int>& max_det,
+                         bool& half);
 
 // --project, --name, --exist-ok: the run folder project/name[N] (train, profile, detect, prune).
 void add_run_folder_flags(CLI::App* cmd, std::string& project, std::string& name, bool& exist_ok);

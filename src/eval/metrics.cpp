@@ -215,7 +215,12 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
   return res;
 }
 
-double fitness(double map50, double map) { return 0.1 * map50 + 0.9 * map; }
+double fitness(double map50, double map, double map50_weight) { return map50_weight * map50 + (1 - map50_weight) * map; }
+
+ScoringRules scoring_rules(bool ultralytics) {
+  if (!ultralytics) return {};
+  return {PrCurveEnd::at_last_recall, 0.0, true, true};
+}
 
 void ValStats::append(const torch::Tensor& correct_, const torch::Tensor& detections,
                       const torch::Tensor& target_cls_) {
@@ -246,6 +251,7 @@ torch::Tensor ValStats::add_image(const torch::Tensor& pred_in, const torch::Ten
   if (npr == 0) {
     if (nl) append(correct_img, pred.reshape({0, 6}), labels.select(1, 0));
     if (nl && confusion) confusion->add_missed(labels.select(1, 0));
+    count_label_classes(labels.select(1, 0));
     return pred.reshape({0, 6});
   }
   if (single_cls) {
@@ -257,18 +263,31 @@ torch::Tensor ValStats::add_image(const torch::Tensor& pred_in, const torch::Ten
   if (nl) {
     const auto size = torch::tensor({img_w, img_h, img_w, img_h}, torch::kFloat32).to(labels.device());
     auto tbox = xywh2xyxy(labels.index({Slice(), Slice(1, 5)}).to(torch::kFloat32) * size);
-    scale_boxes(tbox, letterbox);
+    if (!rules.match_in_input_pixels) scale_boxes(tbox, letterbox);
     const auto labelsn = torch::cat({labels.index({Slice(), Slice(0, 1)}).to(torch::kFloat32), tbox}, 1);
-    correct_img = process_batch(predn, labelsn, iouv);
-    if (confusion) confusion->process_batch(predn, labelsn);
+    const torch::Tensor& matched = rules.match_in_input_pixels ? pred : predn;
+    correct_img = process_batch(matched, labelsn, iouv);
+    if (confusion) confusion->process_batch(matched, labelsn);
   }
   append(correct_img, pred, labels.select(1, 0));
+  count_label_classes(labels.select(1, 0));
   return predn;
+}
+
+void ValStats::count_label_classes(const torch::Tensor& label_cls) {
+  const torch::Tensor present = std::get<0>(torch::_unique(label_cls.to(torch::kCPU, torch::kInt64)));
+  for (int64_t i = 0; i < present.numel(); ++i) {
+    const int64_t c = present[i].item<int64_t>();
+    if (c < 0) continue;
+    if (c >= static_cast<int64_t>(images_with_class.size())) images_with_class.resize(static_cast<size_t>(c + 1), 0);
+    ++images_with_class[static_cast<size_t>(c)];
+  }
 }
 
 ValMetrics ValStats::compute(int nc) const {
   ValMetrics out;
   out.images = seen;
+  out.fitness_map50_weight = rules.fitness_map50_weight;
   std::vector<int64_t> nt(static_cast<size_t>(std::max(nc, 0)), 0);
   for (float c : target_cls) {
     const auto ci = static_cast<int64_t>(c);
@@ -280,7 +299,7 @@ ValMetrics ValStats::compute(int nc) const {
 
   const bool any_correct = std::any_of(correct.begin(), correct.end(), [](uint8_t v) { return v; });
   if (any_correct) {
-    const auto res = ap_per_class(correct, niou, conf, pred_cls, target_cls);
+    const auto res = ap_per_class(correct, niou, conf, pred_cls, target_cls, rules.curve_end);
     std::vector<double> ap50(res.ap_class.size()), ap(res.ap_class.size());
     for (size_t i = 0; i < res.ap_class.size(); ++i) {
       ap50[i] = res.ap_at(i, 0);
@@ -292,7 +311,9 @@ ValMetrics ValStats::compute(int nc) const {
     out.map = numpy::mean(ap);
     for (size_t i = 0; i < res.ap_class.size(); ++i) {
       const int c = res.ap_class[i];
-      out.classes.push_back({c, seen, nt[c], res.p[i], res.r[i], ap50[i], ap[i]});
+      const int64_t images = !rules.images_per_class ? seen
+                             : c < static_cast<int>(images_with_class.size()) ? images_with_class[c] : 0;
+      out.classes.push_back({c, images, nt[c], res.p[i], res.r[i], ap50[i], ap[i]});
     }
     out.maps.assign(static_cast<size_t>(std::max(nc, 0)), out.map);
     for (size_t i = 0; i < res.ap_class.size(); ++i)

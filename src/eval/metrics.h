@@ -54,8 +54,21 @@ ApPerClass ap_per_class(const std::vector<uint8_t>& tp, int niou, const std::vec
                         const std::vector<float>& pred_cls, const std::vector<float>& target_cls,
                         PrCurveEnd end = PrCurveEnd::at_recall_one);
 
-// utils/metrics.py fitness: 0.1 * mAP50 + 0.9 * mAP50-95 (P and R weigh 0).
-double fitness(double map50, double map);
+// utils/metrics.py fitness: map50_weight x mAP50 + (1 - map50_weight) x mAP50-95 (P and R weigh 0).
+double fitness(double map50, double map, double map50_weight = 0.1);
+
+// How each family scores a validation pass. YOLOv5: detections and labels matched in the original
+// image's pixels (predictions clipped to it), the PR curve ending at recall 1, fitness 0.1 mAP50 +
+// 0.9 mAP50-95, each class row counting every image. Ultralytics 8.4: matched in the network input's
+// (letterboxed) pixels, unclipped; the curve ending at the last recall reached; fitness mAP50-95
+// alone; a class row counting the images that hold the class.
+struct ScoringRules {
+  PrCurveEnd curve_end = PrCurveEnd::at_recall_one;
+  double fitness_map50_weight = 0.1;
+  bool match_in_input_pixels = false;
+  bool images_per_class = false;
+};
+ScoringRules scoring_rules(bool ultralytics);
 
 struct ClassMetrics {
   int cls = 0;
@@ -69,15 +82,18 @@ struct ValMetrics {
   int64_t images = 0, instances = 0;
   std::vector<ClassMetrics> classes;  // classes that have labels, when any detection was correct
   std::vector<double> maps;           // nc entries: per-class mAP50-95, `map` for the others
-  double fitness() const { return kestrel::fitness(map50, map); }
+  double fitness_map50_weight = 0.1;  // the family's (ScoringRules)
+  double fitness() const { return kestrel::fitness(map50, map, fitness_map50_weight); }
 };
 
 // val.py's `stats` list, flattened: appended per image, in image order.
 struct ValStats {
   int niou = 10;
+  ScoringRules rules;            // the model family's
   int64_t seen = 0;              // images evaluated
   std::vector<uint8_t> correct;  // [n, niou]
   std::vector<float> conf, pred_cls, target_cls;
+  std::vector<int64_t> images_with_class;  // per class id: images whose labels hold it (add_image)
 
   // Appends one image's entry (val.py: nothing when it has neither predictions nor labels).
   // correct [n,niou] bool, detections [n,6] (conf and cls columns used), target_cls [m].
@@ -85,8 +101,9 @@ struct ValStats {
               const torch::Tensor& target_cls);
 
   // val.py's whole per-image step. pred: [k,6] NMS output in letterboxed pixels; labels: [m,5]
-  // class, x, y, w, h normalized to the letterboxed image (img_h x img_w). Both are mapped to
-  // original pixels with `letterbox` before matching at iouv. single_cls zeroes predicted classes.
+  // class, x, y, w, h normalized to the letterboxed image (img_h x img_w). Both are matched at iouv
+  // in original pixels (mapped with `letterbox`), or in letterboxed ones by Ultralytics' rules.
+  // single_cls zeroes predicted classes.
   // With `confusion`, the image is also counted in it as val.py does (only images with labels).
   // Returns val.py's predn: the detections in original pixels ([0,6] when there are none).
   torch::Tensor add_image(const torch::Tensor& pred, const torch::Tensor& labels, int img_h, int img_w,
@@ -95,6 +112,9 @@ struct ValStats {
 
   // val.py's aggregation over everything appended so far (nc = number of dataset classes).
   ValMetrics compute(int nc) const;
+
+ private:
+  void count_label_classes(const torch::Tensor& label_cls);  // one image's labels into images_with_class
 };
 
 // The header line and the 'all' row (plus one row per class when per_class), as val.py prints

@@ -183,12 +183,22 @@ struct Scratch {
 
 }  // namespace
 
-NmsOptions val_nms_options() {
+NmsOptions val_nms_options(bool anchor_free) {
   NmsOptions o;
   o.conf_thres = 0.001;
-  o.iou_thres = 0.6;
+  o.iou_thres = anchor_free ? 0.7 : 0.6;
   o.multi_label = true;
   o.max_det = 300;
+  o.objectness = !anchor_free;
+  return o;
+}
+
+NmsOptions predict_nms_options(bool anchor_free) {
+  NmsOptions o;
+  o.conf_thres = 0.25;
+  o.iou_thres = anchor_free ? 0.7 : 0.45;
+  o.max_det = anchor_free ? 300 : 1000;
+  o.objectness = !anchor_free;
   return o;
 }
 

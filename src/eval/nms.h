@@ -35,8 +35,13 @@ struct NmsOptions {
   bool objectness = true;
 };
 
-// val.py's settings (conf 0.001, IoU 0.6, multi-label, 300 detections).
-NmsOptions val_nms_options();
+// Validation's settings: val.py's (conf 0.001, IoU 0.6, multi-label, 300 detections) or, for the
+// anchor-free head, Ultralytics' DetectionValidator's (the same at IoU 0.7, without objectness).
+NmsOptions val_nms_options(bool anchor_free = false);
+
+// Prediction's: detect.py's (conf 0.25, IoU 0.45, 1000 detections) or Ultralytics' predict
+// defaults (conf 0.25, IoU 0.7, 300 detections, without objectness).
+NmsOptions predict_nms_options(bool anchor_free = false);
 
 // prediction: [bs, N, 5+nc] decoded model output (x, y, w, h in pixels, obj, class scores), or
 // [bs, N, 4+nc] without objectness.

@@ -48,7 +48,8 @@ double compare_with_opencv(DetectionModelImpl& model, const std::string& file, c
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   const torch::Tensor images = torch::rand(input_shape);
-  const torch::Tensor ours = model.decode(model.forward(images));
+  const torch::Tensor decoded = model.decode(model.forward(images));
+  const torch::Tensor ours = model.anchor_free() ? decoded.transpose(1, 2).contiguous() : decoded;  // Ultralytics' layout
   OpenCvOnnxModel theirs(file);
   return largest_relative_difference(theirs.forward(images), ours);
 }

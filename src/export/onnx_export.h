@@ -1,7 +1,8 @@
-// The fused inference network as an ONNX graph, the one YOLOv5's export.py writes (opset 12, fixed
-// shape): input "images" float32 [1, ch, h, w] (RGB, 0..1), output "output0" float32 [1, N, nc+5]
-// decoded as DetectionModelImpl::decode does (xywh in input pixels, sigmoid objectness and class
-// scores, rows ordered level, anchor, gy, gx), metadata 'stride' and 'names' as YOLOv5 sets them.
+// The fused inference network as an ONNX graph, the one each family's exporter writes (opset 12,
+// fixed shape): input "images" float32 [1, ch, h, w] (RGB, 0..1); output "output0" decoded as
+// DetectionModelImpl::decode does: YOLOv5's float32 [1, N, nc+5] (xywh in input pixels, sigmoid
+// objectness and class scores, rows ordered level, anchor, gy, gx), Ultralytics' [1, 4+nc, N] (xywh,
+// sigmoid class scores; columns ordered level, gy, gx); metadata 'stride' and 'names' as both set them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +15,7 @@ namespace kestrel {
 struct OnnxExport {
   std::string bytes;                  // the ModelProto
   std::vector<int64_t> input_shape;   // [1, ch, h, w]
-  std::vector<int64_t> output_shape;  // [1, N, no]
+  std::vector<int64_t> output_shape;  // [1, N, no] or, anchor-free, [1, 4 + nc, N]
   size_t nodes = 0;
 };
 

@@ -167,6 +167,9 @@ GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
 
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
   if (model.fused()) throw std::runtime_error("prune: the model is fused (no BatchNorm left to judge channels by)");
+  if (model.config().ultralytics)
+    throw std::runtime_error(model.config().name + ": channel pruning and --sparsity cover YOLOv5 models; the prune groups of "
+                             "YOLOv8/YOLO11 (C2f and C3k2 chains, C2PSA, the DFL head) are not built yet");
   std::vector<PrunableConv> out;
   size_t groups = 0;
   // Each layer's output stride (input pixels per output pixel along a side); the convolutions

@@ -80,6 +80,8 @@ class SPPFImpl : public LayerImpl {
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::MaxPool2d m{nullptr};
+  int64_t pools() const { return n_; }        // max-pools in sequence (YOLOv5: 3)
+  bool adds_input() const { return add_; }    // Ultralytics' shortcut: + x after cv2
 
  private:
   int64_t n_;

@@ -74,12 +74,6 @@ BuiltModel build_model(const std::string& cfg, const std::string& weights, int n
   if (!weights.empty()) src = read_weights(weights);
   if (cfg.empty() && !src) throw std::runtime_error("no model: give --cfg (e.g. yolov5n.yaml) or --weights");
   const ModelConfig config = cfg.empty() ? src->config : load_model_config(cfg);
-  // The anchor-free family builds and runs forward as Ultralytics' does (tests/model), but its loss,
-  // validation and export are still YOLOv5's anchor-based ones: refuse rather than mislead.
-  if (config.ultralytics)
-    throw std::runtime_error(config.name + ": YOLOv8, YOLO11 and YOLOv5u models cannot be trained, validated, run or "
-                             "exported by Kestrel yet (their loss and head decoding are not wired in); use a YOLOv5 model "
-                             "such as yolov5n.yaml");
   // Without a dataset, the model keeps the class count of what it was trained as.
   const int64_t model_nc = nc > 0 ? nc : src ? src->config.nc : config.nc;
 

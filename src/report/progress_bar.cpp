@@ -68,10 +68,10 @@ std::string format_progress(const std::string& desc, int64_t n, int64_t total, d
   return line;
 }
 
-std::string train_progress_header() {
+std::string train_progress_header(const std::array<std::string, 3>& loss_names) {
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%11s%11s%11s%11s%11s%11s%11s", "Epoch", "GPU_mem", "box_loss", "obj_loss",
-                "cls_loss", "Instances", "Size");
+  std::snprintf(buf, sizeof buf, "%11s%11s%11s%11s%11s%11s%11s", "Epoch", "GPU_mem", loss_names[0].c_str(), loss_names[1].c_str(),
+                loss_names[2].c_str(), "Instances", "Size");
   return buf;
 }
 

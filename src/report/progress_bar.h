@@ -21,8 +21,9 @@ std::string format_interval(double seconds);
 std::string format_progress(const std::string& desc, int64_t n, int64_t total, double elapsed_s, double rate);
 
 // YOLOv5 train.py progress columns: ('%11s' * 7) header and the per-batch description
-// ('%11s' * 2 + '%11.4g' * 5) % (f'{epoch}/{epochs - 1}', f'{mem:.3g}G', *mloss, instances, size).
-std::string train_progress_header();
+// ('%11s' * 2 + '%11.4g' * 5) % (f'{epoch}/{epochs - 1}', f'{mem:.3g}G', *mloss, instances, size),
+// the loss columns named by the model's family (train/detection_loss.h).
+std::string train_progress_header(const std::array<std::string, 3>& loss_names = {"box_loss", "obj_loss", "cls_loss"});
 std::string train_progress_desc(int epoch, int epochs, double mem_gb, const std::array<double, 3>& mean_loss,
                                 int64_t instances, int64_t img_size);
 

@@ -1,4 +1,4 @@
-// results.csv writer with YOLOv5's column formats (see results_csv.h).
+// results.csv writer with each family's columns and formats (see results_csv.h).
 #include "report/results_csv.h"
 
 #include <cmath>
@@ -10,17 +10,32 @@
 namespace kestrel {
 namespace {
 
-// Python's '%20.5g' of a float; printf agrees except that it may print "-nan".
-void append_value(std::string& line, double v) {
-  char buf[64];
-  if (std::isnan(v))
-    std::snprintf(buf, sizeof buf, "%20s,", "nan");
-  else
-    std::snprintf(buf, sizeof buf, "%20.5g,", v);
+// The keys after `epoch` (and Ultralytics' `time`), before any extra ones.
+const std::array<const char*, 13> kYolov5Keys = {
+    "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision", "metrics/recall", "metrics/mAP_0.5",
+    "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss", "x/lr0", "x/lr1", "x/lr2"};
+const std::array<const char*, 13> kUltralyticsKeys = {
+    "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)",
+    "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"};
+
+// One cell: Python's '%20s' / '%20.5g' (YOLOv5) or '%s' / '%.6g' (Ultralytics), comma-terminated;
+// printf agrees with Python except that it may print "-nan".
+void append_key(std::string& line, const std::string& key, CsvLayout layout) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, layout == CsvLayout::yolov5 ? "%20s," : "%s,", key.c_str());
   line += buf;
 }
 
-// Joined with ',' and terminated by '\n' (YOLOv5 strips the trailing comma).
+void append_value(std::string& line, double v, CsvLayout layout) {
+  char buf[64];
+  if (std::isnan(v))
+    std::snprintf(buf, sizeof buf, layout == CsvLayout::yolov5 ? "%20s," : "%s,", "nan");
+  else
+    std::snprintf(buf, sizeof buf, layout == CsvLayout::yolov5 ? "%20.5g," : "%.6g,", v);
+  line += buf;
+}
+
+// Joined with ',' and terminated by '\n' (both tools strip the trailing comma).
 std::string finish(std::string line) {
   line.back() = '\n';
   return line;
@@ -28,33 +43,27 @@ std::string finish(std::string line) {
 
 }  // namespace
 
-const std::array<const char*, ResultsCsv::kColumns> ResultsCsv::kKeys = {
-    "epoch",        "train/box_loss", "train/obj_loss", "train/cls_loss",       "metrics/precision",
-    "metrics/recall", "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss",
-    "val/cls_loss", "x/lr0",          "x/lr1",          "x/lr2"};
-
-std::string ResultsCsv::header_line(const EpochResults& r) {
+std::string ResultsCsv::header_line(const EpochResults& r) const {
   std::string line;
-  char buf[64];
-  for (const char* key : kKeys) {
-    std::snprintf(buf, sizeof buf, "%20s,", key);
-    line += buf;
-  }
-  for (const auto& [key, value] : r.extra) {
-    std::snprintf(buf, sizeof buf, "%20s,", key.c_str());
-    line += buf;
-  }
+  append_key(line, "epoch", layout_);
+  if (layout_ == CsvLayout::ultralytics) append_key(line, "time", layout_);
+  for (const char* key : layout_ == CsvLayout::yolov5 ? kYolov5Keys : kUltralyticsKeys) append_key(line, key, layout_);
+  for (const auto& extra : r.extra) append_key(line, extra.first, layout_);
   return finish(std::move(line));
 }
 
-std::string ResultsCsv::row_line(int epoch, const EpochResults& r) {
+std::string ResultsCsv::row_line(int epoch, const EpochResults& r) const {
   std::string line;
-  append_value(line, epoch);
-  for (double v : r.train_loss) append_value(line, v);
-  for (double v : {r.precision, r.recall, r.map50, r.map50_95}) append_value(line, v);
-  for (double v : r.val_loss) append_value(line, v);
-  for (double v : r.lr) append_value(line, v);
-  for (const auto& [key, v] : r.extra) append_value(line, v);
+  const bool ultralytics = layout_ == CsvLayout::ultralytics;
+  append_value(line, ultralytics ? epoch + 1 : epoch, layout_);
+  if (ultralytics) append_value(line, r.seconds, layout_);
+  for (double v : r.train_loss) append_value(line, v, layout_);
+  for (double v : {r.precision, r.recall, r.map50, r.map50_95}) append_value(line, v, layout_);
+  for (double v : r.val_loss) append_value(line, v, layout_);
+  // Ultralytics' groups are ordered decayed weights, norm weights, biases.
+  const std::array<double, 3> lr = ultralytics ? std::array<double, 3>{r.lr[1], r.lr[2], r.lr[0]} : r.lr;
+  for (double v : lr) append_value(line, v, layout_);
+  for (const auto& extra : r.extra) append_value(line, extra.second, layout_);
   return finish(std::move(line));
 }
 
@@ -72,7 +81,7 @@ void ResultsCsv::keep_epochs_before(int epoch) const {
   std::string kept, line;
   bool dropped = false;
   for (bool header = true; std::getline(in, line); header = false) {
-    if (!header && std::stod(line) >= epoch) {
+    if (!header && std::stod(line) >= epoch + (layout_ == CsvLayout::ultralytics ? 1 : 0)) {
       dropped = true;
       continue;
     }

@@ -1,5 +1,8 @@
-// results.csv exactly as YOLOv5 v7.0's logger writes it (utils/loggers/__init__.py): a header of
-// '%20s' keys written only when the file is new, then one '%20.5g' row per epoch, comma-joined.
+// results.csv exactly as each family's trainer writes it, the header only when the file is new.
+// YOLOv5 v7.0 (utils/loggers/__init__.py): '%20s' keys, then one '%20.5g' row per epoch from 0.
+// Ultralytics (BaseTrainer.save_metrics): plain keys with its names ("metrics/mAP50-95(B)", the loss
+// terms box, cls, dfl, "lr/pg0" the decayed weights' group), '%.6g' rows of the epoch from 1 and the
+// seconds since training started.
 #pragma once
 #include <array>
 #include <string>
@@ -10,37 +13,38 @@ namespace kestrel {
 
 // One epoch's row, in results.csv column order after `epoch`.
 struct EpochResults {
-  std::array<double, 3> train_loss{};  // box, obj, cls (epoch means)
+  double seconds = 0;                  // since training started (Ultralytics' `time` column)
+  std::array<double, 3> train_loss{};  // box, obj, cls or box, cls, dfl (epoch means)
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
-  std::array<double, 3> val_loss{};    // box, obj, cls
-  std::array<double, 3> lr{};          // param groups 0..2 (TrainSchedule::epoch_end_lr)
+  std::array<double, 3> val_loss{};    // as train_loss
+  std::array<double, 3> lr{};          // Kestrel's param groups 0..2: biases, decayed weights, norm weights
   // Columns after YOLOv5's, for runs with levers it lacks (e.g. sparsity training): key, value.
   std::vector<std::pair<std::string, double>> extra;
 };
 
+enum class CsvLayout { yolov5, ultralytics };
+
 class ResultsCsv {
  public:
-  static constexpr int kColumns = 14;  // epoch + 13 values
-  static const std::array<const char*, kColumns> kKeys;
-
-  explicit ResultsCsv(std::string path) : path_(std::move(path)) {}
+  explicit ResultsCsv(std::string path, CsvLayout layout = CsvLayout::yolov5) : path_(std::move(path)), layout_(layout) {}
 
   // Appends the epoch's row (writing the header first if the file does not exist yet, so a resumed
   // run continues the same file) and closes the file, so it is always complete on disk.
   // Throws std::runtime_error when the file cannot be written.
   void append(int epoch, const EpochResults& r) const;
 
-  // A resumed run continues from `epoch`: rows of that epoch and later (written by a run killed
-  // after its row but before its checkpoint) are dropped, so each epoch appears once.
+  // A resumed run continues from `epoch` (counted from 0): rows of that epoch and later (written by a
+  // run killed after its row but before its checkpoint) are dropped, so each epoch appears once.
   void keep_epochs_before(int epoch) const;
 
   const std::string& path() const { return path_; }
 
-  static std::string header_line(const EpochResults& r = {});     // r's extra keys too; trailing '\n'
-  static std::string row_line(int epoch, const EpochResults& r);  // with trailing '\n'
+  std::string header_line(const EpochResults& r = {}) const;     // r's extra keys too; trailing '\n'
+  std::string row_line(int epoch, const EpochResults& r) const;  // epoch from 0; trailing '\n'
 
  private:
   std::string path_;
+  CsvLayout layout_;
 };
 
 }  // namespace kestrel

@@ -1,6 +1,7 @@
 // results.csv -> results.png (see results_plot.h).
 #include "report/results_plot.h"
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -29,10 +30,15 @@ struct Panel {
   const char* key;
   const char* y_label;
 };
-constexpr Panel kPanels[] = {{"train/box_loss", "loss"}, {"train/obj_loss", "loss"}, {"train/cls_loss", "loss"},
-                             {"metrics/precision", "precision"}, {"metrics/recall", "recall"},
-                             {"val/box_loss", "loss"}, {"val/obj_loss", "loss"}, {"val/cls_loss", "loss"},
-                             {"metrics/mAP_0.5", "mAP"}, {"metrics/mAP_0.5:0.95", "mAP"}};
+using Panels = std::array<Panel, 10>;
+constexpr Panels kYolov5Panels = {{{"train/box_loss", "loss"}, {"train/obj_loss", "loss"}, {"train/cls_loss", "loss"},
+                                   {"metrics/precision", "precision"}, {"metrics/recall", "recall"},
+                                   {"val/box_loss", "loss"}, {"val/obj_loss", "loss"}, {"val/cls_loss", "loss"},
+                                   {"metrics/mAP_0.5", "mAP"}, {"metrics/mAP_0.5:0.95", "mAP"}}};
+constexpr Panels kUltralyticsPanels = {{{"train/box_loss", "loss"}, {"train/cls_loss", "loss"}, {"train/dfl_loss", "loss"},
+                                        {"metrics/precision(B)", "precision"}, {"metrics/recall(B)", "recall"},
+                                        {"val/box_loss", "loss"}, {"val/cls_loss", "loss"}, {"val/dfl_loss", "loss"},
+                                        {"metrics/mAP50(B)", "mAP"}, {"metrics/mAP50-95(B)", "mAP"}}};
 
 }  // namespace
 
@@ -83,7 +89,9 @@ std::vector<double> gaussian_smooth(const std::vector<double>& v, double sigma) 
 void write_results_plot(const std::string& csv_path, const std::string& png_path) {
   const ResultsTable t = read_results_csv(csv_path);
   std::vector<LineChart> charts;
-  for (const Panel& p : kPanels) {
+  // Ultralytics' file has a `time` column second (results_csv.h).
+  const bool ultralytics = t.keys.size() > 1 && t.keys[1] == "time";
+  for (const Panel& p : ultralytics ? kUltralyticsPanels : kYolov5Panels) {
     LineChart c;
     c.title = p.key, c.x_label = "epoch", c.y_label = p.y_label;
     c.width = 420, c.height = 340;

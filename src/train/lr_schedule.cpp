@@ -1,4 +1,4 @@
-// YOLOv5 v7.0 warmup / LambdaLR / accumulate logic (see lr_schedule.h).
+// YOLOv5 v7.0's and Ultralytics' warmup / LambdaLR / accumulate logic (see lr_schedule.h).
 #include "train/lr_schedule.h"
 
 #include <algorithm>
@@ -24,13 +24,19 @@ double interp(double x, double x1, double y0, double y1) {
 
 }  // namespace
 
-TrainSchedule::TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs)
-    : hyp_(hyp), epochs_(epochs), batch_size_(batch_size), nb_(nb), nbs_(nbs), cos_lr_(cos_lr) {
+TrainSchedule::TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs, bool ultralytics)
+    : hyp_(hyp), epochs_(epochs), batch_size_(batch_size), nb_(nb), nbs_(nbs), cos_lr_(cos_lr), ultralytics_(ultralytics) {
   if (epochs <= 0 || batch_size <= 0 || nb <= 0 || nbs <= 0)
     throw std::invalid_argument("TrainSchedule: epochs, batch size, batches and nbs must be positive");
-  nw_ = std::max(static_cast<int>(round_half_even(hyp.warmup_epochs * nb)), 100);
   accumulate_ = nominal_accumulate(batch_size, nbs);
-  weight_decay_ = scaled_weight_decay(hyp.weight_decay, batch_size, nbs);
+  weight_decay_ = scaled_weight_decay(hyp.weight_decay, batch_size, nbs);  // before Ultralytics' cap
+  if (ultralytics) {
+    const double warmup_epochs = std::min(hyp.warmup_epochs, static_cast<double>(std::max(epochs - 1, 0)));
+    nw_ = warmup_epochs > 0 ? static_cast<int>(round_half_even(warmup_epochs * nb)) : 0;
+    accumulate_ = std::min(accumulate_, nb * epochs);
+  } else {
+    nw_ = std::max(static_cast<int>(round_half_even(hyp.warmup_epochs * nb)), 100);
+  }
 }
 
 int TrainSchedule::nominal_accumulate(int batch_size, int nbs) {
@@ -56,7 +62,7 @@ double TrainSchedule::lf(double x) const {
 TrainSchedule::Step TrainSchedule::values(int epoch, int i) const {
   Step s;
   const long long ni = static_cast<long long>(i) + static_cast<long long>(nb_) * epoch;
-  s.warmup = ni <= nw_;
+  s.warmup = ultralytics_ ? nw_ > 0 && ni <= nw_ : ni <= nw_;
   if (s.warmup) {
     // Warmup aims at initial_lr * lf(epoch) of the current epoch; group 0 (biases) falls from
     // warmup_bias_lr, the others rise from 0.
@@ -65,14 +71,16 @@ TrainSchedule::Step TrainSchedule::values(int epoch, int i) const {
       s.lr[g] = interp(static_cast<double>(ni), nw_, g == 0 ? hyp_.warmup_bias_lr : 0.0, target);
       s.momentum[g] = interp(static_cast<double>(ni), nw_, hyp_.warmup_momentum, hyp_.momentum);
     }
-    s.accumulate = warmup_accumulate(static_cast<int>(ni), nw_, batch_size_, nbs_);
+    s.accumulate = ultralytics_ ? std::max(1, static_cast<int>(round_half_even(interp(static_cast<double>(ni), nw_, 1.0, accumulate_))))
+                                : warmup_accumulate(static_cast<int>(ni), nw_, batch_size_, nbs_);
     return s;
   }
   // train.py resets scheduler.last_epoch to start_epoch - 1 after LambdaLR already stepped, so
   // epoch e runs at lr0*lf(e-1). In the epoch where warmup ends, the last warmup assignment
   // (lr0*lf(epoch) at ni == nw) stays in effect until the epoch's scheduler.step().
+  // Ultralytics steps its scheduler at an epoch's start: epoch e runs at lr0*lf(e).
   const bool warmup_ended_this_epoch = static_cast<long long>(nb_) * epoch <= nw_;
-  const double lr = hyp_.lr0 * lf(warmup_ended_this_epoch ? epoch : epoch - 1);
+  const double lr = hyp_.lr0 * lf(ultralytics_ || warmup_ended_this_epoch ? epoch : epoch - 1);
   s.lr.fill(lr);
   s.momentum.fill(hyp_.momentum);  // the value warmup ended on
   s.accumulate = accumulate_;

@@ -1,6 +1,10 @@
 // YOLOv5 v7.0 train.py learning-rate recipe: nominal-batch accumulation, weight-decay scaling,
 // warmup (lr, momentum and accumulate interpolated over the first nw iterations), the linear or
 // one-cycle cosine LambdaLR schedule with train.py's off-by-one, and the optimizer-step decision.
+// Ultralytics' trainer (8.4) differs in four places, taken when `ultralytics` is set: its warmup
+// lasts round(min(warmup_epochs, epochs - 1) x nb) iterations (no floor of 100; none when 0), its
+// accumulation ramps to the nominal accumulate (not nbs / batch) and is capped at the run's batches,
+// and epoch e runs at lr0 x lf(e) (its scheduler steps at an epoch's start: no off-by-one).
 // Torch-free; the training loop asks it once per batch and applies the result to the optimizer.
 #pragma once
 #include <array>
@@ -21,8 +25,9 @@ class TrainSchedule {
   };
 
   // epochs: total epochs of the run (the schedule's length); nb: batches per epoch;
-  // cos_lr: one_cycle(1, lrf, epochs) instead of the linear ramp; nbs: nominal batch size.
-  TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs = 64);
+  // cos_lr: one_cycle(1, lrf, epochs) instead of the linear ramp; nbs: nominal batch size;
+  // ultralytics: its trainer's rules (above).
+  TrainSchedule(const Hyp& hyp, int epochs, int batch_size, int nb, bool cos_lr, int nbs = 64, bool ultralytics = false);
 
   // Call once per batch, in order (i = 0..nb-1 of each epoch). Decides the optimizer step from
   // `ni - last_opt_step >= accumulate` and remembers the step. A schedule constructed for a resumed
@@ -40,7 +45,7 @@ class TrainSchedule {
   long long last_optimizer_step() const { return last_opt_step_; }
   void set_last_optimizer_step(long long ni) { last_opt_step_ = ni; }
 
-  int warmup_iterations() const { return nw_; }       // nw = max(round(warmup_epochs*nb), 100)
+  int warmup_iterations() const { return nw_; }       // nw = max(round(warmup_epochs*nb), 100); Ultralytics' above
   int accumulate() const { return accumulate_; }      // outside warmup
   double weight_decay() const { return weight_decay_; }  // hyp.weight_decay scaled (see below)
 
@@ -56,7 +61,7 @@ class TrainSchedule {
 
   Hyp hyp_;
   int epochs_, batch_size_, nb_, nbs_, nw_, accumulate_;
-  bool cos_lr_;
+  bool cos_lr_, ultralytics_;
   double weight_decay_;
   long long last_opt_step_ = -1;
 };

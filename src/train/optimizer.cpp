@@ -1,6 +1,10 @@
-// YOLOv5 v7.0 smart_optimizer parameter groups and per-group lr/momentum updates.
+// YOLOv5 v7.0 smart_optimizer parameter groups, per-group lr/momentum updates, and the families'
+// `--optimizer auto` rules.
 #include "train/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -48,6 +52,37 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "Adam") return OptimizerKind::Adam;
   if (name == "AdamW") return OptimizerKind::AdamW;
   throw std::invalid_argument("unknown optimizer '" + name + "' (choose SGD, Adam or AdamW)");
+}
+
+OptimizerChoice choose_optimizer(const std::string& requested, bool ultralytics, const Hyp& hyp, int nc, int64_t images,
+                                 int batch, int nbs, int epochs) {
+  OptimizerChoice c;
+  c.lr0 = hyp.lr0, c.momentum = hyp.momentum, c.warmup_bias_lr = hyp.warmup_bias_lr;
+  char line[256];
+  if (requested != "auto" || !ultralytics) {
+    c.kind = parse_optimizer_kind(requested == "auto" ? "SGD" : requested);
+    std::snprintf(line, sizeof line, "optimizer: %s(lr=%g, momentum=%g)", requested == "auto" ? "SGD" : requested.c_str(),
+                  c.lr0, c.momentum);
+    c.line = line;
+    return c;
+  }
+  const int64_t per_epoch = (images + std::max(batch, nbs) - 1) / std::max(batch, nbs);
+  const int64_t iterations = per_epoch * epochs;
+  c.warmup_bias_lr = 0.0;
+  c.momentum = 0.9;
+  if (iterations <= 10000) {
+    c.kind = OptimizerKind::AdamW;
+    c.lr0 = std::round(0.002 * 5 / (4 + nc) * 1e6) / 1e6;
+    std::snprintf(line, sizeof line, "optimizer: 'auto' chose AdamW(lr=%g, momentum=0.9) for %lld iterations (at most 10000), ignoring lr0=%g",
+                  c.lr0, static_cast<long long>(iterations), hyp.lr0);
+  } else {
+    c.kind = OptimizerKind::SGD;
+    c.lr0 = 0.01;
+    std::snprintf(line, sizeof line, "optimizer: 'auto' chose SGD(lr=0.01, momentum=0.9) for %lld iterations; Ultralytics 8.4 uses MuSGD "
+                  "there, which Kestrel does not have, so results will differ from its runs", static_cast<long long>(iterations));
+  }
+  c.line = line;
+  return c;
 }
 
 ParamGroups split_param_groups(const torch::nn::Module& model) {

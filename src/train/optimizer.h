@@ -1,6 +1,6 @@
 // YOLOv5 v7.0 smart_optimizer: three parameter groups [biases (no decay), other weights (decay),
-// normalization-layer weights (no decay)] for SGD (Nesterov), Adam or AdamW, plus the per-batch
-// lr/momentum setter the warmup needs.
+// normalization-layer weights (no decay)] for SGD (Nesterov), Adam or AdamW (Ultralytics' trainer
+// groups the same way), plus the per-batch lr/momentum setter the warmup needs and `--optimizer auto`.
 #pragma once
 #include <torch/torch.h>
 
@@ -17,6 +17,23 @@ enum class OptimizerKind { SGD, Adam, AdamW };
 
 // "SGD", "Adam" or "AdamW" (train.py's --optimizer choices); throws std::invalid_argument.
 OptimizerKind parse_optimizer_kind(const std::string& name);
+
+// What a run's --optimizer resolves to: the kind, the lr0 and momentum (Adam's beta1) it is built
+// with, the bias group's warmup start, and a line saying why.
+struct OptimizerChoice {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr0 = 0.01, momentum = 0.937, warmup_bias_lr = 0.1;
+  std::string line;
+};
+
+// A named kind takes the hyp's lr0, momentum and warmup_bias_lr. "auto" is each family's default:
+// YOLOv5 has no rule, so SGD as named. Ultralytics (BaseTrainer.build_optimizer): when the run has at
+// most 10,000 iterations, ceil(images / max(batch, nbs)) x epochs, AdamW at lr0 = round(0.002 x 5 /
+// (4 + nc), 6), beta1 0.9, bias warmup from 0. Beyond, 8.4 picks MuSGD (SGD with Muon steps on the
+// weight matrices), which Kestrel does not have: SGD at lr0 0.01, momentum 0.9, as Ultralytics chose
+// before MuSGD, and the line says so.
+OptimizerChoice choose_optimizer(const std::string& requested, bool ultralytics, const Hyp& hyp, int nc, int64_t images,
+                                 int batch, int nbs, int epochs);
 
 // The model's parameters split as smart_optimizer does, walking every module's own parameters:
 // a parameter named "bias" -> biases; "weight" of a normalization layer (BatchNorm, GroupNorm,

@@ -74,8 +74,7 @@ StepRunner::StepRunner(const DetectionModelImpl& source, const StepBenchOptions&
   model_->train();
   optimizer_ = smart_optimizer(*model_, OptimizerKind::SGD, o.hyp.lr0, o.hyp.momentum, o.hyp.weight_decay);
   if (o.dp) o.dp->sync_gradients_of(model_->parameters(), o.grad_sync);
-  loss_ = std::make_unique<YoloLoss>(loss_config_from_hyp(o.hyp, static_cast<int>(model_->nc()), static_cast<int>(model_->nl()),
-                                                          o.img_size, model_->anchors().to(o.device)));
+  loss_ = make_detection_loss(*model_, o.hyp, o.img_size, o.device);
   std::tie(images_, targets_) = synthetic_batch(o, static_cast<int>(model_->nc()));
 }
 
@@ -90,7 +89,7 @@ StepTimes StepRunner::step(Precision precision) {
     pred = model_->forward(images_);
   }
   t.forward_ms = clock.lap_ms();
-  torch::Tensor l = (*loss_)(pred, targets_).first;
+  torch::Tensor l = loss_(pred, targets_).first;
   if (o_.dp) l = l * o_.dp->size();
   t.loss_ms = clock.lap_ms();
   if (o_.dp) o_.dp->arm_gradient_sync();

@@ -13,7 +13,7 @@
 #include "distributed/data_parallel.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
-#include "train/loss.h"
+#include "train/detection_loss.h"
 
 namespace kestrel {
 
@@ -57,7 +57,7 @@ class StepRunner {
   StepBenchOptions o_;
   std::shared_ptr<DetectionModelImpl> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<YoloLoss> loss_;
+  DetectionLoss loss_;
   torch::Tensor images_, targets_;
 };
 

@@ -11,7 +11,7 @@ struct TrainOptions {
   std::string weights;          // initial weights: YOLOv5 .pt or a Kestrel checkpoint ("" = from scratch)
   std::string cfg;              // model yaml (file or built-in name); optional when weights carry one
   std::string data;             // data.yaml ("" = the built-in demo dataset)
-  std::string hyp;              // hyp.yaml ("" = hyp.scratch-low defaults)
+  std::string hyp;              // hyp.yaml over the family's defaults ("" = hyp.scratch-low, or Ultralytics' for its models)
   int epochs = 100;
   int batch_size = 16;          // -1 = AutoBatch (train/auto_batch.h); a run records the batch it chose
   int nbs = 64;                 // nominal batch: accumulate round(nbs/batch) batches, weight decay to match
@@ -29,7 +29,7 @@ struct TrainOptions {
   bool fast = false;            // --fast: cuDNN autotuning and non-deterministic kernels (device/device.h)
   bool multi_scale = false;
   bool single_cls = false;
-  std::string optimizer = "SGD";
+  std::string optimizer = "auto";  // auto | SGD | Adam | AdamW (train/optimizer.h: choose_optimizer)
   int workers = -1;             // loader threads; -1 = auto (measured, see data/worker_tuning.h)
   int prefetch = 4;             // batches prepared ahead
   std::string project = "runs/train";
@@ -42,7 +42,7 @@ struct TrainOptions {
   int save_period = -1;
   double save_minutes = 0;      // also write last.pt every N minutes mid-epoch (0 = only at epoch ends)
   int seed = 0;
-  int close_mosaic = 0;         // turn mosaic off for the last N epochs
+  int close_mosaic = -1;        // turn mosaic off for the last N epochs; -1: the family's (YOLOv5 0, Ultralytics 10)
   int val_period = 1;           // validate every N epochs (the last epoch always)
   bool progress = true;         // progress bars
   int max_steps = 0;            // stop after this many steps in all (kestrel profile); 0 = no limit

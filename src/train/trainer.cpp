@@ -57,7 +57,7 @@ TrainResult Trainer::run() {
   std::cout << "Image sizes " << opt_.img_size << " train, " << opt_.img_size << " val\n"
             << "Using " << workers_ << " dataloader workers, " << torch::get_num_threads() << " compute threads\n"
             << "Logging results to " << run_.save_dir << "\nStarting training for " << opt_.epochs << " epochs...\n";
-  last_save_ = std::chrono::steady_clock::now();
+  last_save_ = train_start_ = std::chrono::steady_clock::now();
   for (int epoch = point_.epoch; epoch < opt_.epochs && !stop_ && !interrupted_; ++epoch) {
     train_epoch(epoch);
     if (interrupted_) break;
@@ -89,7 +89,7 @@ void Trainer::train_epoch(int epoch) {
   if (first == 0) mloss_ = torch::zeros({3});
   epoch_sample_mark_ = sampler_.samples_taken();
   if (sparsity_.enabled()) sparsity_.start_epoch();  // a resumed epoch chooses from the weights it resumes with
-  std::printf("\n%s       Data\n", train_progress_header().c_str());
+  std::printf("\n%s       Data\n", train_progress_header(loss_names(*model_)).c_str());
   ProgressBar bar(nb_ - first, stdout, {}, opt_.progress ? std::nullopt : std::optional<bool>(false));
   const auto epoch_start = std::chrono::steady_clock::now();
   timeline_.start();
@@ -164,7 +164,7 @@ void Trainer::train_step(int epoch, int i, DeviceBatch& batch) {
   }
   timeline_.mark(StepStage::forward);
   gpu_clock_->mark(StepStage::forward);
-  auto [loss, loss_items] = (*loss_)(pred, targets);
+  auto [loss, loss_items] = loss_(pred, targets);
   if (dp_->active()) loss = loss * dp_->size();  // as train.py: the all-reduce averages over ranks
   timeline_.mark(StepStage::loss);
   gpu_clock_->mark(StepStage::loss);
@@ -226,7 +226,7 @@ void Trainer::validate(int epoch, bool final_epoch) {
   ValOutputs outputs;
   if (final_epoch && !opt_.noplots) outputs.plot_dir = run_.save_dir;  // val.py's plots, once, at the end
   last_val_ = validator_->run(*ema_model, device_, [&](const std::vector<torch::Tensor>& raw, const torch::Tensor& t) {
-    return (*loss_)(raw, t).second;
+    return loss_(raw, t).second;
   }, outputs);
   std::cout << format_val_table(last_val_.metrics, names_, false) << std::flush;
   timeline_.mark(StepStage::validation);
@@ -250,6 +250,7 @@ void Trainer::end_epoch(int epoch) {
 
   timeline_.start();
   EpochResults row;
+  row.seconds = seconds_since(train_start_);
   row.train_loss = values3(mloss_);
   row.precision = last_val_.metrics.mp;
   row.recall = last_val_.metrics.mr;
@@ -261,7 +262,7 @@ void Trainer::end_epoch(int epoch) {
     row.extra.emplace_back(SparsityTraining::kCsvKey, sparsity_.share_below(SparsityTraining::kGammaThreshold));
     sparsity_.record_epoch(epoch);
   }
-  ResultsCsv(run_.results_csv()).append(epoch, row);
+  ResultsCsv(run_.results_csv(), csv_layout()).append(epoch, row);
   if ((!opt_.nosave || final_epoch) && !step_budget_spent_) {
     write_last_pt(checkpoint_bytes(epoch + 1, 0));
     wait_for_checkpoint();

@@ -1,5 +1,6 @@
 // The training run: YOLOv5 train.py in C++ with every stage timed, as a Trainer whose stages carry
-// names. Set-up (trainer_setup.cpp): the run folder and options, the data (index, scan), the model
+// names; Ultralytics' trainer for its models, where its recipe differs (hyperparameters, optimizer
+// auto, loss, close_mosaic, validation rules, results.csv). Set-up (trainer_setup.cpp): the run folder and options, the data (index, scan), the model
 // (build or transfer, freeze, stride), the loaders (cache, worker tuning), the optimization (schedule,
 // optimizer, EMA, loss, early stopping) and, for --resume, the state of an interrupted run. The loop
 // (trainer.cpp): epochs of steps, validation of the EMA model, results.csv, checkpoints, and the
@@ -40,8 +41,9 @@
 #include "train/early_stopping.h"
 #include "train/ema.h"
 #include "train/grad_scaler.h"
-#include "train/loss.h"
+#include "train/detection_loss.h"
 #include "train/lr_schedule.h"
+#include "train/optimizer.h"
 #include "train/resume_point.h"
 #include "train/sparsity.h"
 #include "train/train_options.h"
@@ -85,8 +87,9 @@ class Trainer {
   void setup_run();             // --resume options, demo data, threads, seed, run folder, opt.json, hyp
   void prepare_data();          // data.yaml, class names, indexes, scan
   void prepare_model();         // build or transfer, class names, freeze, summary, image size vs stride
+  void choose_recipe();         // the model family's hyperparameters and close_mosaic
   void check_anchors();         // AutoAnchor: new anchors when the current ones fit the labels poorly
-  void prepare_batch();         // --amp (measured when auto), --batch-size -1 (AutoBatch), nominal batch, LR
+  void prepare_batch();         // --amp (measured when auto), --batch-size -1 (AutoBatch), optimizer, nominal batch, LR
   void prepare_loaders();       // cache choice, the train loader, --workers auto, the validator
   void prepare_optimization();  // validator, schedule, optimizer, EMA, loss, early stopping, checkpoint meta
   void restore();               // --resume: tensors, gradients and the resume point from the checkpoint
@@ -104,6 +107,7 @@ class Trainer {
   void say_check(const std::string& line);  // printed, and kept for the run's result
   void apply_amp_action(AutoCheck::Action action);
   void apply_workers_action(AutoCheck::Action action);
+  CsvLayout csv_layout() const { return model_->config().ultralytics ? CsvLayout::ultralytics : CsvLayout::yolov5; }
   void record_resolved_options();  // opt.json and the checkpoints' options, after a choice changed
   // Unscale, clip, step (skipped on inf/NaN), zero grads, EMA: after each accumulation window.
   void optimizer_step(int epoch, int i, const Batch* batch);
@@ -154,7 +158,8 @@ class Trainer {
   std::unique_ptr<TrainSchedule> schedule_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<ModelEMA> ema_;
-  std::unique_ptr<YoloLoss> loss_;
+  OptimizerChoice optimizer_choice_;  // what --optimizer resolved to
+  DetectionLoss loss_;
   EarlyStopping stopper_;
   CheckpointMeta meta_;
 
@@ -182,6 +187,7 @@ class Trainer {
   BackgroundWriter writer_;  // --save-minutes checkpoints
   std::vector<std::future<void>> plot_jobs_;  // train_batch pictures being drawn
   std::chrono::steady_clock::time_point last_save_;
+  std::chrono::steady_clock::time_point train_start_;  // results.csv's `time` (Ultralytics' layout)
 };
 
 // Trainer(options).run().

@@ -177,8 +177,6 @@ void Trainer::setup_run() {
   run_.save_dir = dp_->from_main("save_dir", run_.save_dir);  // only rank 0 writes files
   run_.weights_dir = run_.save_dir + "/weights";
   if (dp_->main()) fs::create_directories(run_.weights_dir);
-  hyp_ = opt_.hyp.empty() ? Hyp{} : load_hyp(opt_.hyp);
-  if (opt_.label_smoothing > 0) hyp_.label_smoothing = opt_.label_smoothing;
 }
 
 void Trainer::prepare_data() {
@@ -249,15 +247,27 @@ void Trainer::prepare_model() {
     std::cerr << "WARNING: --img " << opt_.img_size << " must be a multiple of max stride " << gs_ << ", updating to " << fixed << "\n";
     opt_.img_size = fixed;
   }
+  choose_recipe();
   if (resume_ckpt_.empty()) check_anchors();
   dp_->broadcast_state(*model_);  // every rank starts from rank 0's weights and anchors
   if (opt_.sync_bn && dp_->active())
     std::cout << "Using SyncBatchNorm() on " << dp_->use_sync_batch_norm(*model_) << " BatchNorm layers\n";
 }
 
+void Trainer::choose_recipe() {
+  const bool ultralytics = model_->config().ultralytics;
+  const Hyp base = ultralytics ? ultralytics_hyp() : Hyp{};
+  hyp_ = opt_.hyp.empty() ? base : load_hyp(opt_.hyp, base);
+  if (opt_.label_smoothing > 0) hyp_.label_smoothing = opt_.label_smoothing;
+  if (opt_.close_mosaic < 0) opt_.close_mosaic = ultralytics ? 10 : 0;  // what --resume repeats
+  if (ultralytics && opt_.label_smoothing > 0)
+    std::cerr << "WARNING: --label-smoothing has no effect on " << model_->config().name << " (Ultralytics' loss has none)\n";
+}
+
 // train.py's check_anchors, before the loss copies the anchors: a model whose yaml only gives an
 // anchor count must get anchors, so --noautoanchor cannot apply to it.
 void Trainer::check_anchors() {
+  if (model_->anchor_free()) return;
   const bool placeholder = model_->config().anchors.kind == Arg::Kind::Int;
   if (opt_.noautoanchor && !placeholder) return;
   const torch::Tensor pixels = (model_->anchors() * model_->stride_tensor().to(device_).view({-1, 1, 1})).cpu().contiguous();
@@ -296,6 +306,10 @@ void Trainer::prepare_batch() {
     std::cout << choice.why << "\n";
     opt_.batch_size = choice.batch;
   }
+  optimizer_choice_ = choose_optimizer(opt_.optimizer, model_->config().ultralytics, hyp_, nc_,
+                                       static_cast<int64_t>(train_index_.records.size()), opt_.batch_size, opt_.nbs, opt_.epochs);
+  hyp_.lr0 = optimizer_choice_.lr0, hyp_.warmup_bias_lr = optimizer_choice_.warmup_bias_lr;
+  std::cout << optimizer_choice_.line << "\n";
   const BatchPlan plan = make_batch_plan(hyp_, opt_.batch_size, opt_.nbs, parse_lr_scale(opt_.lr_scale));
   hyp_.lr0 = plan.lr0;  // the schedule derives accumulation and weight decay from the same rule
   std::cout << "Batch: " << plan.line() << "\n";
@@ -318,6 +332,7 @@ void Trainer::prepare_loaders() {
   lo.seed = static_cast<uint64_t>(opt_.seed);
   lo.cache = cache_;
   lo.hyp = hyp_;
+  lo.ultralytics = model_->config().ultralytics;
   lo.batch_memory = uploader_->host_memory();  // pinned on a GPU: the copies overlap the steps
   // The disk cache is one file per machine: its local rank 0 writes it, the others map it after.
   const bool waits_for_cache = cache_ == CacheMode::disk && dp_->world().local_rank != 0;
@@ -340,17 +355,18 @@ void Trainer::prepare_loaders() {
   val_options_.single_cls = opt_.single_cls;
   val_options_.progress = opt_.progress;
   val_options_.cache = cache_;
+  val_options_.ultralytics = lo.ultralytics;
   val_options_.precision = precision_;  // as train.py validates with half=amp
   if (dp_->main()) validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);  // rank 0 validates
 }
 
 void Trainer::prepare_optimization() {
-  schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr, opt_.nbs);
-  optimizer_ = smart_optimizer(*model_, parse_optimizer_kind(opt_.optimizer), hyp_.lr0, hyp_.momentum, schedule_->weight_decay());
+  schedule_ = std::make_unique<TrainSchedule>(hyp_, opt_.epochs, opt_.batch_size, nb_, opt_.cos_lr, opt_.nbs,
+                                              model_->config().ultralytics);
+  optimizer_ = smart_optimizer(*model_, optimizer_choice_.kind, hyp_.lr0, optimizer_choice_.momentum, schedule_->weight_decay());
   dp_->sync_gradients_of(model_->parameters());
   ema_ = std::make_unique<ModelEMA>(model_->copy(), *model_);
-  loss_ = std::make_unique<YoloLoss>(
-      loss_config_from_hyp(hyp_, nc_, static_cast<int>(model_->nl()), opt_.img_size, model_->anchors().to(device_)));
+  loss_ = make_detection_loss(*model_, hyp_, opt_.img_size, device_);
   // A sparsity run's accuracy dips by design while channels are driven to 0: patience would end it
   // early and keep a best.pt from before the penalty took hold.
   stopper_ = EarlyStopping(opt_.sparsity > 0 ? 0 : opt_.patience);
@@ -362,7 +378,7 @@ void Trainer::prepare_optimization() {
               << (opt_.sparsity_decay ? ", falling to a tenth by the last epoch" : "") << "; early stopping off\n";
     // Before a fresh run only (a resumed one has its closing line), and for SGD, whose steps the
     // reach describes: Adam's are normalized.
-    if (resume_ckpt_.empty() && parse_optimizer_kind(opt_.optimizer) == OptimizerKind::SGD)
+    if (resume_ckpt_.empty() && optimizer_choice_.kind == OptimizerKind::SGD)
       if (const std::string r = sparsity_.reach_report(sparsity_.reach(*schedule_, opt_.epochs, nb_)); !r.empty())
         std::cout << r << "\n";
   }
@@ -393,7 +409,7 @@ void Trainer::restore() {
     last_val_.loss = point_.val_loss;
     mloss_ = torch::tensor(std::vector<float>(point_.mloss.begin(), point_.mloss.end()));
   }
-  if (dp_->main()) ResultsCsv(run_.results_csv()).keep_epochs_before(point_.epoch);
+  if (dp_->main()) ResultsCsv(run_.results_csv(), csv_layout()).keep_epochs_before(point_.epoch);
 }
 
 }  // namespace kestrel

@@ -52,14 +52,18 @@ torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool au
   return upload_now(batch, device).images;
 }
 
-torch::Tensor detections_from_output(const torch::Tensor& decoded, const DetectOptions& options, int input_h, int input_w,
-                                     int image_h, int image_w) {
-  NmsOptions nms;
+NmsOptions detect_nms_options(const DetectOptions& options, bool anchor_free) {
+  NmsOptions nms = predict_nms_options(anchor_free);
   nms.conf_thres = options.conf_thres;
-  nms.iou_thres = options.iou_thres;
-  nms.max_det = options.max_det;
+  nms.iou_thres = options.iou_thres.value_or(nms.iou_thres);
+  nms.max_det = options.max_det.value_or(nms.max_det);
   nms.classes = options.classes;
   nms.agnostic = options.agnostic;
+  return nms;
+}
+
+torch::Tensor detections_from_output(const torch::Tensor& decoded, const NmsOptions& nms, int input_h, int input_w,
+                                     int image_h, int image_w) {
   torch::Tensor det = non_max_suppression(decoded.to(torch::kFloat32), nms)[0].to(torch::kCPU);
   if (det.size(0)) {
     scale_boxes(det, input_h, input_w, image_h, image_w);
@@ -88,7 +92,7 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
   out.ms_inference = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  out.boxes = detections_from_output(decoded, options, out.input_h, out.input_w, image.rows, image.cols);
+  out.boxes = detections_from_output(decoded, detect_nms_options(options, model.anchor_free()), out.input_h, out.input_w, image.rows, image.cols);
   out.ms_nms = ms_since(t0);
   return out;
 }

@@ -1,14 +1,16 @@
 // Inference on single images as YOLOv5's detect.py does it: letterbox with minimal (stride-multiple)
 // padding, one forward, NMS with detect.py's defaults (conf 0.25, IoU 0.45, best class only, 1000
-// detections), boxes mapped back to the original image and rounded to whole pixels. Plus the two
+// detections; Ultralytics' IoU 0.7 and 300 for its models), boxes mapped back to the original image and rounded to whole pixels. Plus the two
 // outputs detect.py writes: YOLO txt lines and an annotated image.
 #pragma once
 #include <torch/torch.h>
 
 #include <opencv2/core.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "eval/nms.h"
 #include "model/detection_model.h"
 #include "model/precision.h"
 
@@ -16,8 +18,9 @@ namespace kestrel {
 
 struct DetectOptions {
   int img_h = 640, img_w = 640;  // --imgsz H W: the shape the image is fitted into (stride multiples)
-  double conf_thres = 0.25, iou_thres = 0.45;
-  int max_det = 1000;
+  double conf_thres = 0.25;
+  std::optional<double> iou_thres;  // unset: the model family's (predict_nms_options)
+  std::optional<int> max_det;       // likewise
   std::vector<int> classes;  // keep only these classes; empty keeps all
   bool agnostic = false;     // class-agnostic NMS
   Precision precision = Precision::fp32;  // forward under autocast unless fp32
@@ -38,9 +41,11 @@ int check_img_size(int size, int stride, const char* side);
 // export), RGB float32 [1, 3, H, W] in 0..1 on `device`.
 torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool auto_pad, int stride,
                              const torch::Device& device);
+// The NMS settings of `options` over the head family's defaults (predict_nms_options).
+NmsOptions detect_nms_options(const DetectOptions& options, bool anchor_free);
 // NMS on a decoded output [1, N, no], boxes mapped back from the input's to the image's pixels and
 // rounded: float32 [k, 6] on the CPU.
-torch::Tensor detections_from_output(const torch::Tensor& decoded, const DetectOptions& options, int input_h, int input_w,
+torch::Tensor detections_from_output(const torch::Tensor& decoded, const NmsOptions& nms, int input_h, int input_w,
                                      int image_h, int image_w);
 
 // `image`: BGR uint8 as decode_image gives it. The model should be in eval mode (fused for speed).

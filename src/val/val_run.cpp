@@ -31,6 +31,7 @@ ValResult run_val(const ValRunOptions& o) {
     throw std::runtime_error(o.weights + " (" + std::to_string(model->nc()) + " classes) was trained on other data than " +
                              o.data + " (" + std::to_string(dc.nc) + " classes): pass --weights and --data that were trained together");
   ValOptions vo = o.val;
+  vo.ultralytics = model->config().ultralytics;
   vo.precision = inference_precision(o.half, dev);
   if (o.half) std::cout << "--half: " << precision_name(vo.precision) << " autocast inference\n";
   const std::string save_dir = increment_path(o.project + "/" + o.name, o.exist_ok, "", /*mkdir=*/true);

@@ -24,6 +24,7 @@ LoaderOptions val_loader_options(const ValOptions& o) {
   l.use_mosaic = false;
   l.pad = 0.5;
   l.cache = o.cache;
+  l.ultralytics = o.ultralytics;
   return l;
 }
 
@@ -39,14 +40,15 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
   model.eval();
   torch::NoGradGuard no_grad;
 
-  NmsOptions nms = val_nms_options();
+  NmsOptions nms = val_nms_options(model.anchor_free());
   nms.conf_thres = options_.conf_thres;
-  nms.iou_thres = options_.iou_thres;
-  nms.max_det = options_.max_det;
+  nms.iou_thres = options_.iou_thres.value_or(nms.iou_thres);
+  nms.max_det = options_.max_det.value_or(nms.max_det);
   nms.agnostic = options_.single_cls;
   const torch::Tensor iouv = iou_thresholds();
 
   ValStats stats;
+  stats.rules = scoring_rules(model.config().ultralytics);
   const bool plots = !outputs.plot_dir.empty();
   ConfusionMatrix confusion(static_cast<int>(names_.size()));
   ValResult result;

@@ -1,6 +1,7 @@
 // Validation as val.py runs it: rectangular letterboxed batches (pad 0.5), the model's decoded
 // output, NMS (conf 0.001, IoU 0.6, multi-label, 300 detections), matching at ten IoU thresholds,
-// AP per class; optionally the validation loss on the raw outputs. The loader (and its threads)
+// AP per class; optionally the validation loss on the raw outputs. An Ultralytics model is scored by
+// its family's rules: NMS without objectness at IoU 0.7, its AP curve end and fitness. The loader (and its threads)
 // persists across calls, so validating every epoch costs no start-up.
 #pragma once
 #include <torch/torch.h>
@@ -8,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,12 +24,14 @@ struct ValOptions {
   int img_size = 640;
   int batch_size = 32;
   int workers = 2;
-  double conf_thres = 0.001, iou_thres = 0.6;
-  int max_det = 300;
+  double conf_thres = 0.001;
+  std::optional<double> iou_thres;  // unset: the model family's (val_nms_options)
+  std::optional<int> max_det;       // likewise
   bool single_cls = false;
   Precision precision = Precision::fp32;  // forward under autocast unless fp32 (model/precision.h)
   bool progress = true;         // progress bar while validating
   CacheMode cache = CacheMode::none;
+  bool ultralytics = false;  // an Ultralytics model: its loading rule (LoaderOptions::ultralytics)
 };
 
 struct ValResult {

@@ -114,6 +114,59 @@ TEST_F(Journey, ScratchOnThreeClassesThenValDetectAndFineTuneOnOneClass) {
   expect_clear_error(run_kestrel({"export", "--weights", best("scratch3"), "--include", "tflite"}, root_), "--include tflite");
 }
 
+// YOLOv8 and YOLO11 as a user of Ultralytics runs them: Ultralytics' recipe printed (optimizer auto,
+// the box/cls/dfl loss columns, its results.csv), val and detect with classes in range, a fine-tune
+// onto another class count, Ctrl-C and --resume, ONNX in Ultralytics' layout; and prune, not built
+// for them yet, says so.
+TEST_F(Journey, Yolov8nAndYolo11nOnFiveAndTwoClasses) {
+  const std::string five = dataset("five", {.nc = 5, .names = NamesStyle::map});
+  const std::string two = dataset("two", {.nc = 2, .names = NamesStyle::list, .seed = 3});
+
+  const CommandResult v8 = train(five, "v8", {"--cfg", "yolov8n.yaml"});
+  ASSERT_EQ(v8.exit_code, 0) << v8.output;
+  EXPECT_TRUE(v8.has("Overriding model.yaml nc=80 with nc=5")) << v8.output;
+  EXPECT_TRUE(v8.has("YOLOv8n summary: ")) << v8.output;
+  EXPECT_TRUE(v8.has("optimizer: 'auto' chose AdamW(lr=0.001111, momentum=0.9) for 1 iterations")) << v8.output;
+  EXPECT_TRUE(v8.has("box_loss   cls_loss   dfl_loss")) << v8.output;
+  EXPECT_FALSE(v8.has("AutoAnchor")) << v8.output;
+  const std::vector<std::string> csv = read_lines(runs() + "/v8/results.csv");
+  ASSERT_EQ(csv.size(), 2u);
+  EXPECT_EQ(csv[0].rfind("epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),", 0), 0u) << csv[0];
+  EXPECT_EQ(csv[1].substr(0, 2), "1,");
+
+  const CommandResult v = val(best("v8"), five);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_TRUE(v.has("                   all          4")) << v.output;
+  expect_classes_below(detect_classes(best("v8"), root_ + "/five", "v8"), 5);
+
+  // Onto 2 classes: all but the class branches' last convolutions (one per level) carry over.
+  const CommandResult tuned = train(two, "v8two", {"--weights", best("v8")});
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_TRUE(tuned.has("Overriding model.yaml nc=5 with nc=2")) << tuned.output;
+  EXPECT_TRUE(tuned.has("Transferred 349/355 items from " + best("v8"))) << tuned.output;  // as Ultralytics counts
+  expect_classes_below(detect_classes(best("v8two"), root_ + "/two", "v8two"), 2);
+
+  const CommandResult first = train(two, "v11", {"--cfg", "yolo11n.yaml", "--epochs", "3"},
+                                    [](const std::string& line) { return line.rfind("epoch 0:", 0) == 0; });
+  EXPECT_EQ(first.exit_code, 130) << first.output;
+  const std::string last = runs() + "/v11/weights/last.pt";
+  ASSERT_TRUE(fs::exists(last)) << first.output;
+  const CommandResult resumed = run_kestrel({"train", "--resume", last, "--no-progress"}, root_);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(resumed.has("Resuming training from " + last)) << resumed.output;
+  const std::vector<std::string> rows = read_lines(runs() + "/v11/results.csv");
+  ASSERT_EQ(rows.size(), 4u);  // header + epochs 1, 2, 3
+  EXPECT_EQ(rows[3].substr(0, 2), "3,");
+  expect_classes_below(detect_classes(best("v11"), root_ + "/two", "v11"), 2);
+
+  const CommandResult exported = run_kestrel({"export", "--weights", best("v11"), "--include", "onnx", "--imgsz", "64", "96"}, root_);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_TRUE(exported.has("output shape (1, 6, 126)")) << exported.output;  // 4 + 2 classes x (8x12 + 4x6 + 2x3) cells
+  EXPECT_TRUE(exported.has("dnn reads it")) << exported.output;
+  expect_clear_error(run_kestrel({"prune", "--weights", best("v11"), "--data", two, "--img", "64"}, root_),
+                     "channel pruning and --sparsity cover YOLOv5 models");
+}
+
 TEST_F(Journey, Yolov5nOntoOneThreeAndEightyClasses) {
   KESTREL_REQUIRE_SHARED(weights, "weights/yolov5n.pt");
   const std::string one = dataset("one", {.nc = 1});

@@ -3,6 +3,8 @@
 // decodes (whole-decode bytes inside the region); errors.
 #include <turbojpeg.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "data/io/image_decode.h"
@@ -66,26 +68,32 @@ TEST(ImageDecode, DecodeTimeScalingPicksTheStrongestFactorThatKeepsTheLongSide) 
   EXPECT_LT(cv::mean(diff)[0], 4.0);  // a scaled IDCT is close to, not equal to, an area resize
 }
 
-TEST(ImageDecode, LoadImageResizedFollowsYolov5) {
+TEST(ImageDecode, LoadImageResizedFollowsEachFamily) {
   KESTREL_REQUIRE_SHARED(path, "data/coco128/images/train2017/000000000025.jpg");
   const cv::Mat full = cv::imread(path, cv::IMREAD_COLOR);
   const int h0 = full.rows, w0 = full.cols;
   for (int img_size : {320, 416, 640, 1000}) {
-    for (bool augment : {false, true}) {
-      SCOPED_TRACE(std::to_string(img_size) + (augment ? " augment" : ""));
+    for (ResizeRule rule : {ResizeRule::yolov5_val, ResizeRule::yolov5_train, ResizeRule::ultralytics_val, ResizeRule::ultralytics_train}) {
+      SCOPED_TRACE(std::to_string(img_size) + " " + resize_rule_name(rule));
       const double r = static_cast<double>(img_size) / std::max(h0, w0);
-      const cv::Size size(static_cast<int>(w0 * r), static_cast<int>(h0 * r));
+      // YOLOv5: int() of each side; Ultralytics: ceil, capped at img_size. Only Ultralytics' training
+      // and YOLOv5's enlarging or augmenting use INTER_LINEAR.
+      const cv::Size size = (rule == ResizeRule::ultralytics_val || rule == ResizeRule::ultralytics_train)
+                                ? cv::Size(std::min(static_cast<int>(std::ceil(w0 * r)), img_size), std::min(static_cast<int>(std::ceil(h0 * r)), img_size))
+                                : cv::Size(static_cast<int>(w0 * r), static_cast<int>(h0 * r));
       cv::Mat expected = full;
-      if (r != 1) cv::resize(full, expected, size, 0, 0, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
+      if (r != 1) cv::resize(full, expected, size, 0, 0, (rule != ResizeRule::yolov5_val || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
       int oh = 0, ow = 0;
-      const cv::Mat exact = load_image_resized(path, img_size, augment, &oh, &ow, /*decode_scaling=*/false);
+      const cv::Mat exact = load_image_resized(path, img_size, rule, &oh, &ow, /*decode_scaling=*/false);
       EXPECT_EQ(oh, h0);
       EXPECT_EQ(ow, w0);
       EXPECT_EQ(max_diff(exact, expected), 0.0);
-      const cv::Mat fast = load_image_resized(path, img_size, augment, &oh, &ow);
+      const cv::Mat fast = load_image_resized(path, img_size, rule, &oh, &ow);
       EXPECT_EQ(oh, h0);
       EXPECT_EQ(ow, w0);
       ASSERT_EQ(fast.size(), size);
+      // Validation never decodes at a reduced scale: the pixels the reference tools score.
+      if (rule == ResizeRule::yolov5_val || rule == ResizeRule::ultralytics_val) EXPECT_EQ(max_diff(fast, expected), 0.0);
       cv::Mat diff;
       cv::absdiff(fast, expected, diff);
       EXPECT_LT(cv::mean(diff)[0], 6.0);
@@ -97,9 +105,9 @@ TEST(ImageDecode, LoadImageResizedResultsDoNotShareBuffers) {
   KESTREL_REQUIRE_SHARED(root, "data/coco128/images/train2017");
   const std::string a = root + "/000000000009.jpg", b = root + "/000000000025.jpg";  // both 640 wide
   int h = 0, w = 0;
-  const cv::Mat first = load_image_resized(a, 640, false, &h, &w);  // r == 1: no resize
-  const cv::Mat second = load_image_resized(b, 640, false, &h, &w);
-  const cv::Mat third = load_image_resized(a, 320, false, &h, &w);
+  const cv::Mat first = load_image_resized(a, 640, ResizeRule::yolov5_val, &h, &w);  // r == 1: no resize
+  const cv::Mat second = load_image_resized(b, 640, ResizeRule::yolov5_val, &h, &w);
+  const cv::Mat third = load_image_resized(a, 320, ResizeRule::yolov5_val, &h, &w);
   EXPECT_NE(first.data, second.data);
   EXPECT_EQ(max_diff(first, cv::imread(a, cv::IMREAD_COLOR)), 0.0);
   EXPECT_EQ(max_diff(second, cv::imread(b, cv::IMREAD_COLOR)), 0.0);
@@ -134,7 +142,7 @@ TEST_F(ImageDecodeFiles, ExifOrientationMatchesCvImreadForAllEightValues) {
   EXPECT_EQ(max_diff(decode_image(dir + "/o6i.jpg"), cw), 0.0);
   // Scaled decode is oriented too, and load_image_resized reports the oriented original size.
   int oh = 0, ow = 0;
-  const cv::Mat small = load_image_resized(dir + "/o6i.jpg", 40, false, &oh, &ow);
+  const cv::Mat small = load_image_resized(dir + "/o6i.jpg", 40, ResizeRule::yolov5_val, &oh, &ow);
   EXPECT_EQ(oh, 80);
   EXPECT_EQ(ow, 48);
   EXPECT_EQ(small.size(), cv::Size(24, 40));

@@ -289,7 +289,7 @@ TEST(Loader, BatchesPerEpochAndCollation) {
   const size_t idx = it - records.begin();
   const ImageLoader load = [&](size_t i, const DecodeRegion*) {
     LoadedImage li;
-    li.bgr = load_image_resized(records[i].image_path, 64, false, &li.orig_h, &li.orig_w);
+    li.bgr = load_image_resized(records[i].image_path, 64, ResizeRule::yolov5_val, &li.orig_h, &li.orig_w);
     li.labels = &records[i].labels;
     return li;
   };
@@ -391,6 +391,11 @@ TEST(ImageCache, ResizedSizeFollowsLoadImage) {
   EXPECT_EQ(resized_size(500, 375, 640), cv::Size(640, 480));
   EXPECT_EQ(resized_size(333, 500, 640), cv::Size(426, 640));  // int() truncates 426.24
   EXPECT_EQ(resized_size(640, 427, 640), cv::Size(640, 427));  // r == 1: untouched
+  // Ultralytics: ceil, capped at the size.
+  EXPECT_EQ(resized_size(333, 500, 640, ResizeRule::ultralytics_train), cv::Size(427, 640));
+  EXPECT_EQ(resized_size(640, 480, 320, ResizeRule::ultralytics_train), cv::Size(320, 240));
+  EXPECT_EQ(resized_size(384, 288, 192, ResizeRule::ultralytics_train), cv::Size(192, 144));
+  EXPECT_EQ(resized_size(1001, 3, 100, ResizeRule::ultralytics_train), cv::Size(100, 1));  // ceil(0.2997)
 }
 
 TEST(ImageCache, RamCacheHoldsWhatDecodingGives) {
@@ -398,14 +403,14 @@ TEST(ImageCache, RamCacheHoldsWhatDecodingGives) {
   const ParallelFor serial = [](size_t n, const std::function<void(size_t)>& fn) {
     for (size_t i = 0; i < n; ++i) fn(i);
   };
-  for (bool augment : {true, false}) {
-    const auto cache = ImageCache::build_ram(records, 64, augment, serial);
+  for (ResizeRule rule : {ResizeRule::yolov5_train, ResizeRule::yolov5_val, ResizeRule::ultralytics_val, ResizeRule::ultralytics_train}) {
+    const auto cache = ImageCache::build_ram(records, 64, rule, serial);
     ASSERT_NE(cache, nullptr);
     ASSERT_EQ(cache->size(), records.size());
     for (size_t i = 0; i < records.size(); ++i) {
       int h = 0, w = 0, h0 = 0, w0 = 0;
       const cv::Mat cached = cache->image(i, &h, &w);
-      const cv::Mat decoded = load_image_resized(records[i].image_path, 64, augment, &h0, &w0);
+      const cv::Mat decoded = load_image_resized(records[i].image_path, 64, rule, &h0, &w0);
       EXPECT_EQ(h, h0);
       EXPECT_EQ(w, w0);
       ASSERT_EQ(cached.size(), decoded.size());
@@ -441,7 +446,7 @@ TEST(ImageCache, RamCacheRefusesWhatDoesNotFit) {
   for (auto& r : records) r.image_path = "/nonexistent.jpg", r.width = r.height = 1 << 20;
   EXPECT_GT(estimate_cache_bytes(records, 1 << 20), mem_available_bytes());
   const ParallelFor fail = [](size_t, const std::function<void(size_t)>&) { FAIL() << "must not decode"; };
-  EXPECT_EQ(ImageCache::build_ram(records, 1 << 20, true, fail), nullptr);
+  EXPECT_EQ(ImageCache::build_ram(records, 1 << 20, ResizeRule::yolov5_train, fail), nullptr);
 }
 
 struct timespec mtime_of(const std::string& path) {
@@ -492,7 +497,7 @@ TEST(ImageCache, DiskCacheIsSharedReusedAndInvalidated) {
   EXPECT_FALSE(third.cache()->reused());
   int h = 0, w = 0, h0 = 0, w0 = 0;
   const cv::Mat cached = third.cache()->image(3, &h, &w);
-  const cv::Mat decoded = load_image_resized(records[3].image_path, 64, true, &h0, &w0);
+  const cv::Mat decoded = load_image_resized(records[3].image_path, 64, ResizeRule::yolov5_train, &h0, &w0);
   EXPECT_EQ(cv::norm(cached, decoded, cv::NORM_INF), 0);
   o.cache = CacheMode::none;
   EXPECT_TRUE(run_epoch(third, 2) == run_epoch(records, o, 2));

@@ -2,6 +2,8 @@
 // reference vectors, plus the per-image statistics step and the results table.
 #include "eval/metrics.h"
 
+#include <algorithm>
+
 #include "torch_support.h"
 
 namespace kestrel {
@@ -100,6 +102,18 @@ TEST(ApPerClass, MatchesUltralyticsWhereTheCurveEndsAtTheLastRecall) {
     // Against YOLOv5's rule the AP moves (both files have classes whose recall stops short of 1).
     const auto yolov5 = ap_per_class(s.correct, 10, s.conf, s.pred_cls, s.target_cls);
     EXPECT_NE(yolov5.ap, res.ap) << file;
+
+    // A pass scored by Ultralytics' rules: its mAP50-95 is the mean of those APs, and its fitness
+    // that mAP alone (DetMetrics.fitness weighs [0, 0, 0, 1]).
+    ValStats scored = s;
+    scored.rules = scoring_rules(/*ultralytics=*/true);
+    const ValMetrics m = scored.compute(80);
+    const std::vector<double> want_ap = json_doubles(out.at("ap"));
+    double sum = 0;
+    for (double v : want_ap) sum += v;
+    EXPECT_NEAR(m.map, sum / static_cast<double>(want_ap.size()), 1e-9) << file;
+    EXPECT_DOUBLE_EQ(m.fitness(), m.map) << file;
+    EXPECT_NE(s.compute(80).map, m.map) << file;  // YOLOv5's rules score the same pass otherwise
   }
 }
 
@@ -154,6 +168,35 @@ TEST(ValStats, AddImageFollowsValPy) {
   EXPECT_EQ(m.classes[0].images, 3);
   EXPECT_EQ(m.classes[0].instances, 2);
   EXPECT_NEAR(m.mr, 0.5, 1e-12);
+}
+
+// A box reaching into the letterbox padding: YOLOv5 maps it to the original image and clips it there
+// (IoU 0.8 with its label), Ultralytics matches it unclipped in the input's pixels (IoU 2/3). Class
+// rows count every image (YOLOv5) or the images holding the class (Ultralytics).
+TEST(ValStats, EachFamilyMatchesInItsOwnPixels) {
+  LetterboxInfo lb;
+  lb.orig_h = 480, lb.orig_w = 640, lb.ratio_h = lb.ratio_w = 0.5, lb.pad_w = 0, lb.pad_h = 40;
+  // Label of class 0: letterboxed x 0..100, y 40..140 (original 0..200 x 0..200); one of class 1.
+  const auto labels = torch::tensor({{0.f, 50.f / 320, 90.f / 320, 100.f / 320, 100.f / 320},
+                                     {1.f, 250.f / 320, 200.f / 320, 40.f / 320, 40.f / 320}});
+  const auto pred = torch::tensor({{-20.f, 40.f, 80.f, 140.f, 0.9f, 0.f}, {230.f, 180.f, 270.f, 220.f, 0.8f, 1.f}});
+  const auto other = torch::tensor({{1.f, 0.5f, 0.5f, 0.1f, 0.1f}});  // a second image holding class 1 only
+  const auto iouv = iou_thresholds();
+  const auto correct_of_first = [&](const ScoringRules& rules) {
+    ValStats s;
+    s.rules = rules;
+    s.add_image(pred, labels, 320, 320, lb, iouv);
+    s.add_image(torch::zeros({0, 6}), other, 320, 320, lb, iouv);
+    return s;
+  };
+  const ValStats v5 = correct_of_first(scoring_rules(false)), ultra = correct_of_first(scoring_rules(true));
+  const auto hits = [](const ValStats& s) { return std::count(s.correct.begin(), s.correct.begin() + 10, 1); };
+  EXPECT_EQ(hits(v5), 7);     // IoU 0.8: thresholds 0.50..0.80
+  EXPECT_EQ(hits(ultra), 4);  // IoU 0.667: thresholds 0.50..0.65
+  EXPECT_EQ(v5.compute(2).classes.at(1).images, 2);  // every image seen
+  const ValMetrics um = ultra.compute(2);
+  EXPECT_EQ(um.classes.at(0).images, 1);
+  EXPECT_EQ(um.classes.at(1).images, 2);
 }
 
 TEST(FormatValTable, LooksLikeYolov5) {

@@ -74,6 +74,20 @@ std::vector<float> row(float x, float y, float w, float h, float obj, int nc, in
   return r;
 }
 
+// The family defaults the validator and detect start from (a user's --iou-thres and --max-det win).
+TEST(Nms, FamilyDefaults) {
+  const NmsOptions v5_val = val_nms_options(), u_val = val_nms_options(/*anchor_free=*/true);
+  EXPECT_EQ(v5_val.iou_thres, 0.6);
+  EXPECT_TRUE(v5_val.objectness);
+  EXPECT_EQ(u_val.iou_thres, 0.7);
+  EXPECT_FALSE(u_val.objectness);
+  for (const NmsOptions& o : {v5_val, u_val}) EXPECT_TRUE(o.conf_thres == 0.001 && o.multi_label && o.max_det == 300);
+  const NmsOptions v5_predict = predict_nms_options(), u_predict = predict_nms_options(true);
+  EXPECT_TRUE(v5_predict.iou_thres == 0.45 && v5_predict.max_det == 1000 && v5_predict.objectness);
+  EXPECT_TRUE(u_predict.iou_thres == 0.7 && u_predict.max_det == 300 && !u_predict.objectness);
+  EXPECT_FALSE(v5_predict.multi_label || u_predict.multi_label);
+}
+
 TEST(Nms, UsesFloat32ClassOffsetBoxes) {
   // Two class-79 boxes with raw IoU 1/1.03 = 0.971. Offset by 79*7680, x2 rounds to the 1/16 px grid
   // and the IoU becomes 1.0 > 0.99, so YOLOv5 (and this NMS) suppresses the second box; a per-class

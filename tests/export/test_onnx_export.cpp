@@ -1,6 +1,6 @@
 // The exported ONNX graph against Kestrel's own forward, read by OpenCV dnn: a small two-level model
 // with every layer type the yaml offers (SPP, repeated Conv, C3 without shortcut, Upsample, Concat)
-// at a non-square size, a built-in model, and the official yolov5n.pt on 16 coco128 images, where
+// at a non-square size, built-in models of both families, and the official yolov5n.pt on 16 coco128 images, where
 // the detections after NMS must be Kestrel's.
 #include <gtest/gtest.h>
 
@@ -95,6 +95,25 @@ TEST(OnnxExport, BuiltInYolov5nOfThreeClassesMatchesKestrel) {
   EXPECT_LT(largest_relative_difference(theirs.forward(images), model->decode(model->forward(images))), 1e-4);
 }
 
+// Ultralytics' layout [1, 4 + nc, N]: the anchor-free head's decoding (DFL, dist2bbox) and, in
+// YOLO11, C3k2 and C2PSA's attention, each read back by OpenCV as Kestrel computes them.
+TEST(OnnxExport, BuiltInUltralyticsModelsOfThreeClassesMatchKestrel) {
+  for (const std::string name : {"yolov8n.yaml", "yolo11n.yaml", "yolov5nu.yaml"}) {
+    DetectionModel model = inference_model(load_model_config(name).text, name, 3);
+    const OnnxExport onnx = export_onnx(*model, 128, 192);
+    EXPECT_EQ(onnx.output_shape, (std::vector<int64_t>{1, 4 + 3, 16 * 24 + 8 * 12 + 4 * 6})) << name;
+    OpenCvOnnxModel theirs = write_and_read(onnx, name);
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(5);
+    const torch::Tensor images = torch::rand({1, 3, 128, 192});
+    const torch::Tensor ours = model->decode(model->forward(images)).transpose(1, 2);
+    const torch::Tensor got = theirs.forward(images);
+    ASSERT_EQ(got.sizes(), ours.sizes()) << name;
+    EXPECT_LT(largest_relative_difference(got, ours.contiguous()), 1e-4) << name;
+    EXPECT_GT(ours.select(1, 2).max().item<float>(), 10.f) << name;  // widths in pixels
+  }
+}
+
 TEST(OnnxExport, RefusesSizesOffTheStride) {
   DetectionModel model = inference_model(kSmallYaml, "small.yaml", 2);
   EXPECT_THROW(export_onnx(*model, 100, 160), std::invalid_argument);
@@ -125,8 +144,8 @@ TEST(OnnxExport, Yolov5nDetectionsThroughOpenCvAreKestrels) {
     const torch::Tensor ours_raw = model->decode(model->forward(input));
     const torch::Tensor theirs_raw = theirs.forward(input);
     largest_output = std::max(largest_output, largest_relative_difference(theirs_raw, ours_raw));
-    const torch::Tensor ours = detections_from_output(ours_raw, DetectOptions{}, 640, 640, image.rows, image.cols);
-    const torch::Tensor got = detections_from_output(theirs_raw, DetectOptions{}, 640, 640, image.rows, image.cols);
+    const torch::Tensor ours = detections_from_output(ours_raw, predict_nms_options(), 640, 640, image.rows, image.cols);
+    const torch::Tensor got = detections_from_output(theirs_raw, predict_nms_options(), 640, 640, image.rows, image.cols);
     ASSERT_EQ(got.size(0), ours.size(0)) << path;
     total += ours.size(0);
     for (int64_t i = 0; i < ours.size(0); ++i) {

@@ -1,10 +1,12 @@
 // train.py's model rules: the data's nc overrides the yaml's, tensors transfer by name and shape
 // (anchors only without --cfg), a Kestrel checkpoint rebuilds its own nc and names and gives its
-// EMA weights, and older checkpoints without an nc field read as one class per name.
+// EMA weights, older checkpoints without an nc field read as one class per name, and a checkpoint of
+// Ultralytics' trainer runs as it runs in Ultralytics.
 #include <gtest/gtest.h>
 
 #include "model/model_config.h"
 #include "test_support.h"
+#include "torch_support.h"
 #include "model/checkpoint.h"
 #include "model/weights.h"
 
@@ -38,16 +40,39 @@ TEST(Weights, DataClassCountOverridesTheYaml) {
   EXPECT_EQ(describe_build(build_model("yolov5n.yaml", "", 80), ""), "");
 }
 
-// The anchor-free family builds (tests/model/test_ultralytics_models.cpp) but is not wired into
-// the loss, validation and export yet: every command that builds a model refuses it by name.
-TEST(Weights, AnchorFreeModelsAreRefusedByName) {
-  try {
-    build_model("yolo11n.yaml", "", 3);
-    FAIL() << "yolo11n.yaml was built for a command";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("yolo11n.yaml: YOLOv8, YOLO11 and YOLOv5u models cannot be trained"), std::string::npos)
-        << e.what();
-  }
+// A best.pt as Ultralytics' trainer leaves it (reference/ultralytics/tiny_best.pt: its pickled
+// DetectionModel of ultralytics.nn classes, fp16 EMA weights, a 2-class model with C2f, C3k2, SPPF and
+// C2PSA): Kestrel rebuilds the model from the yaml it carries, takes its names, computes what
+// Ultralytics computes with it, and fine-tunes it onto another class count as Ultralytics transfers.
+TEST(Weights, UltralyticsTrainerCheckpointRunsAsInUltralytics) {
+  const std::string path = std::string(KESTREL_TESTDATA_DIR) + "/reference/ultralytics/tiny_best.pt";
+  const auto& ref = test::reference("ultralytics/tiny_best.json");
+  const WeightsSource src = read_weights(path);
+  EXPECT_TRUE(src.config.ultralytics);
+  EXPECT_EQ(src.config.nc, 2);
+  EXPECT_EQ(src.config.scale, "t");
+  EXPECT_EQ(src.names, (std::vector<std::string>{"crack", "hole"}));
+
+  const BuiltModel same = build_model("", path, 0);
+  EXPECT_EQ(same.transferred, same.total);  // every tensor of the file has its place
+  DetectionModel model = load_inference_model(path, "", torch::kCPU);  // fused, as Kestrel runs it
+  EXPECT_EQ(model->names(), src.names);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor ours = model->decode(model->forward(test::fixed_input(64, 96))).transpose(1, 2);
+  const torch::Tensor want = test::json_tensor(ref.at("eval").at("decoded"));
+  ASSERT_EQ(ours.sizes(), want.sizes());
+  // Judged as the forward vectors are (test_ultralytics_models.cpp): against how far Ultralytics' own
+  // float32 is from its float64 here, which the fill's gains and DFL's softmax make reach ~5e-3.
+  const auto error = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).abs().max().item<double>() / std::max(1.0, b.abs().max().item<double>());
+  };
+  const auto& fp32 = ref.at("fp32_error");
+  EXPECT_LT(error(ours.slice(1, 0, 4), want.slice(1, 0, 4)), std::max(1e-4, 4 * fp32.at("eval_decoded_xywh").get<double>()));
+  EXPECT_LT(error(ours.slice(1, 4), want.slice(1, 4)), std::max(1e-4, 4 * fp32.at("eval_decoded_scores").get<double>()));
+
+  const BuiltModel three = build_model("", path, 3);  // all but the class branches' last convolutions
+  EXPECT_EQ(describe_build(three, path), "Overriding model.yaml nc=2 with nc=3\nTransferred " +
+                                             std::to_string(three.total - 4) + "/" + std::to_string(three.total) + " items from " + path + "\n");
 }
 
 TEST(Weights, KestrelCheckpointKeepsItsClassesAndGivesEmaWeights) {

@@ -65,6 +65,18 @@ TEST(ResultsPlot, TenPanelsFromResultsCsv) {
   EXPECT_EQ(t.rows.size(), 8u);
 }
 
+TEST(ResultsPlot, UltralyticsColumnsGiveTheirPanels) {
+  const std::string dir = test::temp_dir("results_plot_u");
+  std::ofstream(dir + "/results.csv") << "epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),"
+                                         "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,"
+                                         "val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\n1,10,1.5,2.5,1.2,0.5,0.4,0.3,0.2,1.4,2.4,1.1,0.001,0.001,0.001\n"
+                                         "2,20,1.4,2.2,1.1,0.6,0.5,0.4,0.25,1.3,2.1,1.0,0.001,0.001,0.001\n";
+  write_results_plot(dir + "/results.csv", dir + "/results.png");
+  EXPECT_EQ(cv::imread(dir + "/results.png").cols, 5 * 420);
+  std::ofstream(dir + "/results.csv") << "epoch,time,train/box_loss\n1,10,1.5\n";  // not a detection run's file
+  EXPECT_THROW(write_results_plot(dir + "/results.csv", dir + "/results.png"), std::runtime_error);
+}
+
 TEST(ResultsPlot, BadRowNamesFileAndLine) {
   const std::string dir = test::temp_dir("results_plot_bad");
   const std::string csv = write_csv(dir, "0, 0.1, 0.05, 0.02, 0.5, 0.4, 0.3, 0.2, 0.09, 0.04, 0.01, 0.01, 0.01, 0.01\n"

@@ -27,6 +27,8 @@ TEST(ProgressBar, FormatMatchesTqdmLayout) {
 
 TEST(ProgressBar, Yolov5TrainColumns) {
   EXPECT_EQ(train_progress_header(), "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size");
+  EXPECT_EQ(train_progress_header({"box_loss", "cls_loss", "dfl_loss"}),
+            "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size");
   EXPECT_EQ(train_progress_desc(0, 3, 0.0, {0.1234, 0.05678, 0.02345}, 123, 320),
             "        0/2         0G     0.1234    0.05678    0.02345        123        320");
   EXPECT_EQ(train_progress_desc(12, 300, 3.4567, {0.123456, 1.5, 0.0}, 12345, 640),

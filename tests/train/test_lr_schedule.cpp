@@ -109,5 +109,46 @@ TEST(LrSchedule, ResumeGivesSameValues) {
   }
 }
 
+// Ultralytics' trainer, from its own results.csv (ultralytics/schedule_demo.json): a warmup of
+// round(3 x 25) = 75 iterations, not YOLOv5's floor of 100, and epoch e at lr0 x lf(e) afterwards.
+TEST(LrSchedule, UltralyticsEpochEndLrsMatchItsTrainer) {
+  const auto& ref = test::reference("ultralytics/schedule_demo.json");
+  const auto& s = ref.at("settings");
+  Hyp hyp = ultralytics_hyp();
+  hyp.lr0 = s.at("lr0").get<double>();
+  hyp.warmup_bias_lr = s.at("warmup_bias_lr").get<double>();
+  const int epochs = s.at("epochs").get<int>();
+  const TrainSchedule sched(hyp, epochs, s.at("batch_size").get<int>(), s.at("nb").get<int>(), false, s.at("nbs").get<int>(), true);
+  EXPECT_EQ(sched.warmup_iterations(), 75);
+  const auto& rows = ref.at("lr_pg0_pg1_pg2");
+  ASSERT_EQ(rows.size(), static_cast<size_t>(epochs));
+  for (int e = 0; e < epochs; ++e) {
+    const std::array<double, 3> lr = sched.epoch_end_lr(e);  // Kestrel's groups: biases, decayed, norm
+    const std::array<double, 3> as_ultralytics{lr[1], lr[2], lr[0]};
+    for (int g = 0; g < 3; ++g) {
+      const double want = rows[e][g].get<double>();  // printed with '%.6g'
+      EXPECT_NEAR(as_ultralytics[g], want, 5e-6 * want) << "epoch " << e << " group " << g;
+    }
+  }
+}
+
+TEST(LrSchedule, UltralyticsWarmupAndAccumulateRules) {
+  const Hyp hyp = ultralytics_hyp();
+  EXPECT_EQ(TrainSchedule(hyp, 1, 16, 8, false, 64, true).warmup_iterations(), 0);  // min(3, epochs - 1) = 0
+  EXPECT_FALSE(TrainSchedule(hyp, 1, 16, 8, false, 64, true).batch(0, 0).warmup);
+  EXPECT_EQ(TrainSchedule(hyp, 2, 16, 8, false, 64, true).warmup_iterations(), 8);  // one epoch of 8
+  EXPECT_EQ(TrainSchedule(hyp, 2, 16, 8, false).warmup_iterations(), 100);         // YOLOv5's floor
+  // Accumulation capped at the run's batches: 64 / 16 = 4, but 1 batch x 2 epochs.
+  EXPECT_EQ(TrainSchedule(hyp, 2, 16, 1, false, 64, true).accumulate(), 2);
+  // Warmup's accumulate ramps to the nominal 2 (round(64 / 40)), not to 1.6: halfway 1.5 rounds to 2.
+  TrainSchedule ultra(hyp, 10, 40, 40, false, 64, true), v5(hyp, 10, 40, 40, false);
+  ASSERT_EQ(ultra.warmup_iterations(), 120);
+  EXPECT_EQ(ultra.batch(1, 20).accumulate, 2);  // ni 60
+  EXPECT_EQ(v5.batch(1, 20).accumulate, 1);     // YOLOv5: interp to 1.6 gives 1.3
+  // After warmup: lr0 x lf(e) against YOLOv5's lr0 x lf(e - 1).
+  EXPECT_DOUBLE_EQ(ultra.batch(5, 0).lr[1], hyp.lr0 * ultra.lf(5));
+  EXPECT_DOUBLE_EQ(v5.batch(5, 0).lr[1], hyp.lr0 * v5.lf(4));
+}
+
 }  // namespace
 }  // namespace kestrel

@@ -115,6 +115,33 @@ TEST(Optimizer, SetLrMomentumPerGroup) {
   }
 }
 
+// Ultralytics' build_optimizer(name='auto'): AdamW at round(0.002 x 5 / (4 + nc), 6) while the run has
+// at most 10,000 iterations of ceil(images / max(batch, nbs)) batches an epoch.
+TEST(Optimizer, AutoFollowsEachFamily) {
+  const Hyp ultra = ultralytics_hyp();
+  OptimizerChoice c = choose_optimizer("auto", true, ultra, 80, 128, 16, 64, 100);  // coco128: 2 x 100 iterations
+  EXPECT_EQ(c.kind, OptimizerKind::AdamW);
+  EXPECT_DOUBLE_EQ(c.lr0, 0.000119);  // 0.01 / 84 = 0.00011905
+  EXPECT_DOUBLE_EQ(c.momentum, 0.9);
+  EXPECT_EQ(c.warmup_bias_lr, 0.0);
+  EXPECT_NE(c.line.find("AdamW(lr=0.000119, momentum=0.9) for 200 iterations"), std::string::npos) << c.line;
+  c = choose_optimizer("auto", true, ultra, 6, 1000, 16, 64, 300);  // DeepPCB: 16 x 300 = 4800
+  EXPECT_EQ(c.kind, OptimizerKind::AdamW);
+  EXPECT_DOUBLE_EQ(c.lr0, 0.001);
+  c = choose_optimizer("auto", true, ultra, 6, 1000, 128, 64, 1251);  // 8 x 1251 = 10008: Ultralytics' MuSGD
+  EXPECT_EQ(c.kind, OptimizerKind::SGD);
+  EXPECT_DOUBLE_EQ(c.lr0, 0.01);
+  EXPECT_NE(c.line.find("MuSGD"), std::string::npos) << c.line;
+  c = choose_optimizer("auto", true, ultra, 6, 1000, 128, 64, 1250);  // exactly 10,000: still AdamW
+  EXPECT_EQ(c.kind, OptimizerKind::AdamW);
+  // A named optimizer, or any YOLOv5 model, keeps the hyp's values.
+  c = choose_optimizer("SGD", true, ultra, 6, 1000, 16, 64, 300);
+  EXPECT_TRUE(c.kind == OptimizerKind::SGD && c.lr0 == 0.01 && c.momentum == 0.937 && c.warmup_bias_lr == 0.1);
+  c = choose_optimizer("auto", false, Hyp{}, 6, 1000, 16, 64, 300);
+  EXPECT_TRUE(c.kind == OptimizerKind::SGD && c.lr0 == 0.01 && c.momentum == 0.937 && c.warmup_bias_lr == 0.1);
+  EXPECT_THROW(choose_optimizer("RMSProp", true, ultra, 6, 1000, 16, 64, 300), std::invalid_argument);
+}
+
 TEST(Optimizer, ParseKind) {
   EXPECT_EQ(parse_optimizer_kind("SGD"), OptimizerKind::SGD);
   EXPECT_EQ(parse_optimizer_kind("AdamW"), OptimizerKind::AdamW);

@@ -370,17 +370,41 @@ cv::Mat decode_image(const std::string& path, int min_long_side, std::string* wa
 
 cv::Mat decode_image(const std::string& path, int min_long_side) { return decode_image(path, min_long_side, nullptr); }
 
-cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, int* orig_h, int* orig_w,
+ResizeRule resize_rule(bool ultralytics, bool augment) {
+  if (ultralytics) return augment ? ResizeRule::ultralytics_train : ResizeRule::ultralytics_val;
+  return augment ? ResizeRule::yolov5_train : ResizeRule::yolov5_val;
+}
+
+const char* resize_rule_name(ResizeRule rule) {
+  switch (rule) {
+    case ResizeRule::yolov5_val: return "area";
+    case ResizeRule::yolov5_train: return "linear";
+    case ResizeRule::ultralytics_val: return "uval";
+    case ResizeRule::ultralytics_train: return "utrain";
+  }
+  return "area";
+}
+
+cv::Size resized_size(int w0, int h0, int img_size, ResizeRule rule) {
+  const double r = static_cast<double>(img_size) / std::max(h0, w0);
+  if (r == 1.0) return {w0, h0};
+  if (rule == ResizeRule::ultralytics_val || rule == ResizeRule::ultralytics_train)
+    return {std::min(static_cast<int>(std::ceil(w0 * r)), img_size), std::min(static_cast<int>(std::ceil(h0 * r)), img_size)};
+  return {static_cast<int>(w0 * r), static_cast<int>(h0 * r)};
+}
+
+cv::Mat load_image_resized(const std::string& path, int img_size, ResizeRule rule, int* orig_h, int* orig_w,
                            bool decode_scaling, const DecodeRegion* needed) {
   // The full-size decode goes to a per-thread buffer; only the resized image is a new allocation. When no
   // resize is needed the buffer itself is handed to the caller (and the next call allocates afresh).
   thread_local cv::Mat decoded;
   int w0 = 0, h0 = 0;
+  decode_scaling = decode_scaling && (rule == ResizeRule::yolov5_train || rule == ResizeRule::ultralytics_train);
   decode_image_into(path, decode_scaling ? img_size : 0, decoded, &w0, &h0, nullptr, needed);
   if (orig_h) *orig_h = h0;
   if (orig_w) *orig_w = w0;
   const double r = static_cast<double>(img_size) / std::max(h0, w0);
-  const cv::Size target(static_cast<int>(w0 * r), static_cast<int>(h0 * r));
+  const cv::Size target = resized_size(w0, h0, img_size, rule);
   // A part-decoded image must not be resized (it was not the final frame after all): decode it whole.
   if (needed && decoded.size() == needed->frame && decoded.size() != target)
     decode_image_into(path, decode_scaling ? img_size : 0, decoded, &w0, &h0);
@@ -391,7 +415,8 @@ cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, 
   }
   ScopedStage timer(Stage::resize);
   cv::Mat resized;
-  cv::resize(decoded, resized, target, 0, 0, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
+  const bool linear = rule != ResizeRule::yolov5_val || r > 1;
+  cv::resize(decoded, resized, target, 0, 0, linear ? cv::INTER_LINEAR : cv::INTER_AREA);
   return resized;
 }
 

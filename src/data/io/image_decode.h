@@ -54,12 +54,22 @@ void decode_image_bytes(const unsigned char* data, size_t size, const std::strin
                         cv::Mat& out, int* full_w = nullptr, int* full_h = nullptr, std::string* warning = nullptr,
                         const DecodeRegion* region = nullptr);
 
-// YOLOv5's load_image: r = img_size / max(h0, w0); if r != 1 resize to (int(w0*r), int(h0*r)) with
-// INTER_LINEAR when (augment || r > 1) else INTER_AREA. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
-// decode_scaling lets a JPEG be decoded straight to >= img_size first (fast; pixels differ slightly from a
-// full-size decode followed by the resize); pass false for YOLOv5-exact pixels. `needed` (in the returned
+// How a family's load_image fits the long side to img_size (r = img_size / max(h0, w0), nothing when
+// r == 1), for training (augmenting) or validation. YOLOv5: (int(w0*r), int(h0*r)), INTER_LINEAR when
+// augmenting or enlarging, else INTER_AREA. Ultralytics: (min(ceil(w0*r), img_size), min(ceil(h0*r),
+// img_size)), INTER_LINEAR always. Validation decodes every image at full size (the pixels the
+// reference tools score); training may let a JPEG decode straight to a smaller scale.
+enum class ResizeRule : uint32_t { yolov5_val = 0, yolov5_train = 1, ultralytics_val = 2, ultralytics_train = 3 };
+ResizeRule resize_rule(bool ultralytics, bool augment);
+const char* resize_rule_name(ResizeRule rule);  // "area", "linear", "uval", "utrain": the disk cache's file names
+// The size (width, height) an image of w0 x h0 gets.
+cv::Size resized_size(int w0, int h0, int img_size, ResizeRule rule = ResizeRule::yolov5_val);
+
+// load_image: the image resized by `rule`. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
+// decode_scaling lets a JPEG of a training rule be decoded straight to >= img_size first (fast; pixels
+// differ slightly from a full-size decode followed by the resize); pass false for exact pixels. `needed` (in the returned
 // image's pixels) lets the decode skip what the caller will not read; it is ignored when a resize follows.
-cv::Mat load_image_resized(const std::string& path, int img_size, bool augment, int* orig_h, int* orig_w,
+cv::Mat load_image_resized(const std::string& path, int img_size, ResizeRule rule, int* orig_h, int* orig_w,
                            bool decode_scaling = true, const DecodeRegion* needed = nullptr);
 
 // Reads only the header (and EXIF): size after orientation. False if unreadable.

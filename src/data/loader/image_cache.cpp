@@ -42,7 +42,7 @@ constexpr size_t kAlign = 64;  // every image starts on a cache line
 
 struct FileHeader {
   char magic[8];
-  uint32_t version, img_size, augment, entry_size;
+  uint32_t version, img_size, resize_rule, entry_size;
   uint64_t count, key, total_bytes;
 };
 static_assert(sizeof(FileHeader) == 48, "the header is part of the file format");
@@ -80,9 +80,9 @@ std::vector<std::string> absolute_paths(const std::vector<ImageRecord>& records)
 }
 
 // Content key: changes when any image is replaced, resized or touched, or the resize settings change.
-uint64_t content_key(const std::vector<std::string>& paths, int img_size, bool augment) {
+uint64_t content_key(const std::vector<std::string>& paths, int img_size, ResizeRule rule) {
   Fnv1a f;
-  f.add_value(kVersion), f.add_value(img_size), f.add_value(static_cast<uint8_t>(augment));
+  f.add_value(kVersion), f.add_value(img_size), f.add_value(static_cast<uint8_t>(rule));
   for (const auto& p : paths) {
     const FileStamp st = file_stamp(p);
     if (st.size < 0) throw ImageError("cannot stat " + p);
@@ -94,14 +94,14 @@ uint64_t content_key(const std::vector<std::string>& paths, int img_size, bool a
 }
 
 // Header + offset table for these records; returns the total size of the block.
-size_t plan_layout(const std::vector<ImageRecord>& records, int img_size, std::vector<ImageCache::Entry>& entries) {
+size_t plan_layout(const std::vector<ImageRecord>& records, int img_size, ResizeRule rule, std::vector<ImageCache::Entry>& entries) {
   entries.resize(records.size());
   size_t offset = align_up(table_offset() + records.size() * sizeof(ImageCache::Entry));
   for (size_t i = 0; i < records.size(); ++i) {
     int w0 = records[i].width, h0 = records[i].height;
     if ((w0 <= 0 || h0 <= 0) && !read_image_size(records[i].image_path, &w0, &h0))
       throw ImageError("cannot read the size of " + records[i].image_path);
-    const cv::Size s = resized_size(w0, h0, img_size);
+    const cv::Size s = resized_size(w0, h0, img_size, rule);
     entries[i] = {offset, s.height, s.width, h0, w0, 0};
     offset = align_up(offset + pixel_bytes(s));
   }
@@ -109,16 +109,16 @@ size_t plan_layout(const std::vector<ImageRecord>& records, int img_size, std::v
 }
 
 // Writes header and table at the start of `block`, then decodes every image into its slot.
-void fill_block(uint8_t* block, size_t total, const std::vector<ImageRecord>& records, int img_size, bool augment,
+void fill_block(uint8_t* block, size_t total, const std::vector<ImageRecord>& records, int img_size, ResizeRule rule,
                 uint64_t key, std::vector<ImageCache::Entry>& entries, const ParallelFor& parallel_for) {
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
-  h.version = kVersion, h.img_size = static_cast<uint32_t>(img_size), h.augment = augment;
+  h.version = kVersion, h.img_size = static_cast<uint32_t>(img_size), h.resize_rule = static_cast<uint32_t>(rule);
   h.entry_size = sizeof(ImageCache::Entry), h.count = records.size(), h.key = key, h.total_bytes = total;
   parallel_for(records.size(), [&](size_t i) {
     ImageCache::Entry& e = entries[i];
     int h0 = 0, w0 = 0;
-    const cv::Mat img = load_image_resized(records[i].image_path, img_size, augment, &h0, &w0);
+    const cv::Mat img = load_image_resized(records[i].image_path, img_size, rule, &h0, &w0);
     if (img.rows != e.h || img.cols != e.w || img.type() != CV_8UC3)
       throw ImageError(records[i].image_path + ": decoded to " + std::to_string(img.cols) + "x" +
                        std::to_string(img.rows) + ", but its header size predicts " + std::to_string(e.w) + "x" +
@@ -133,12 +133,12 @@ void fill_block(uint8_t* block, size_t total, const std::vector<ImageRecord>& re
 }
 
 // A block whose header and table are consistent with `key` and the record count.
-bool block_valid(const uint8_t* block, size_t bytes, size_t count, int img_size, bool augment, uint64_t key) {
+bool block_valid(const uint8_t* block, size_t bytes, size_t count, int img_size, ResizeRule rule, uint64_t key) {
   if (bytes < table_offset()) return false;
   FileHeader h;
   std::memcpy(&h, block, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion || h.entry_size != sizeof(ImageCache::Entry) ||
-      h.img_size != static_cast<uint32_t>(img_size) || h.augment != static_cast<uint32_t>(augment) || h.count != count ||
+      h.img_size != static_cast<uint32_t>(img_size) || h.resize_rule != static_cast<uint32_t>(rule) || h.count != count ||
       h.key != key || h.total_bytes != bytes || bytes < table_offset() + count * sizeof(ImageCache::Entry))
     return false;
   const auto* e = reinterpret_cast<const ImageCache::Entry*>(block + table_offset());
@@ -176,10 +176,10 @@ uint8_t* map_file(const std::string& path, size_t* bytes) {
 
 // Builds the cache file at `path` through a temporary file in the same folder and an atomic rename.
 // Returns false (with `why`) on any failure, leaving no temporary file behind.
-bool write_cache_file(const std::string& path, const std::vector<ImageRecord>& records, int img_size, bool augment,
+bool write_cache_file(const std::string& path, const std::vector<ImageRecord>& records, int img_size, ResizeRule rule,
                       uint64_t key, const ParallelFor& parallel_for, std::string* why) {
   std::vector<ImageCache::Entry> entries;
-  const size_t total = plan_layout(records, img_size, entries);
+  const size_t total = plan_layout(records, img_size, rule, entries);
   static std::atomic<unsigned> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
   const int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -189,7 +189,7 @@ bool write_cache_file(const std::string& path, const std::vector<ImageRecord>& r
   bool ok = p != MAP_FAILED;
   if (!ok) *why = tmp + ": " + std::strerror(errno);
   try {
-    if (ok) fill_block(static_cast<uint8_t*>(p), total, records, img_size, augment, key, entries, parallel_for);
+    if (ok) fill_block(static_cast<uint8_t*>(p), total, records, img_size, rule, key, entries, parallel_for);
   } catch (const std::exception& e) {
     ok = false, *why = e.what();
   }
@@ -202,12 +202,6 @@ bool write_cache_file(const std::string& path, const std::vector<ImageRecord>& r
 }
 
 }  // namespace
-
-cv::Size resized_size(int w0, int h0, int img_size) {
-  const double r = static_cast<double>(img_size) / std::max(h0, w0);
-  if (r == 1.0) return {w0, h0};
-  return {static_cast<int>(w0 * r), static_cast<int>(h0 * r)};
-}
 
 size_t estimate_cache_bytes(const std::vector<ImageRecord>& records, int img_size) {
   size_t total = 0;
@@ -235,7 +229,7 @@ size_t mem_available_bytes() {
   return 0;
 }
 
-std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& records, int img_size, bool augment) {
+std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& records, int img_size, ResizeRule rule) {
   if (records.empty()) return {};
   const std::vector<std::string> paths = absolute_paths(records);
   Fnv1a ident;
@@ -244,7 +238,7 @@ std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& r
   const fs::path folder = split_pack_path(paths.front(), &pack_file, &rel) ? fs::path(pack_file)
                                                                             : fs::path(paths.front()).parent_path();
   const std::string name = folder.filename().string() + "." + hex(ident.h).substr(0, 12) + ".img" +
-                           std::to_string(img_size) + (augment ? ".linear" : ".area") + ".kcache";
+                           std::to_string(img_size) + "." + resize_rule_name(rule) + ".kcache";
   std::vector<std::string> out;
   if (folder.has_parent_path()) out.push_back((folder.parent_path() / name).string());
   const std::string user = user_cache_dir();
@@ -262,10 +256,10 @@ cv::Mat ImageCache::image(size_t i, int* orig_h, int* orig_w) const {
   return cv::Mat(e.h, e.w, CV_8UC3, map_ + e.offset);
 }
 
-std::unique_ptr<ImageCache> ImageCache::build_ram(const std::vector<ImageRecord>& records, int img_size, bool augment,
+std::unique_ptr<ImageCache> ImageCache::build_ram(const std::vector<ImageRecord>& records, int img_size, ResizeRule rule,
                                                   const ParallelFor& parallel_for) {
   std::vector<Entry> entries;
-  const size_t total = plan_layout(records, img_size, entries);
+  const size_t total = plan_layout(records, img_size, rule, entries);
   const size_t available = mem_available_bytes();
   const size_t margin = std::max<size_t>(size_t{512} << 20, available / 10);
   if (total + margin > available) {
@@ -282,7 +276,7 @@ std::unique_ptr<ImageCache> ImageCache::build_ram(const std::vector<ImageRecord>
   std::unique_ptr<ImageCache> cache(new ImageCache);
   cache->map_ = static_cast<uint8_t*>(p), cache->map_bytes_ = total;
   try {
-    fill_block(cache->map_, total, records, img_size, augment, 0, entries, parallel_for);
+    fill_block(cache->map_, total, records, img_size, rule, 0, entries, parallel_for);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kestrel: --cache ram failed (%s); not caching\n", e.what());
     return nullptr;
@@ -295,11 +289,11 @@ std::unique_ptr<ImageCache> ImageCache::build_ram(const std::vector<ImageRecord>
 }
 
 std::unique_ptr<ImageCache> ImageCache::open_or_build_disk(const std::vector<ImageRecord>& records, int img_size,
-                                                           bool augment, const ParallelFor& parallel_for) {
-  const std::vector<std::string> candidates = disk_cache_candidates(records, img_size, augment);
+                                                           ResizeRule rule, const ParallelFor& parallel_for) {
+  const std::vector<std::string> candidates = disk_cache_candidates(records, img_size, rule);
   uint64_t key = 0;
   try {
-    key = content_key(absolute_paths(records), img_size, augment);
+    key = content_key(absolute_paths(records), img_size, rule);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kestrel: --cache disk: %s; not caching\n", e.what());
     return nullptr;
@@ -308,7 +302,7 @@ std::unique_ptr<ImageCache> ImageCache::open_or_build_disk(const std::vector<Ima
     size_t bytes = 0;
     uint8_t* map = map_file(path, &bytes);
     if (!map) return nullptr;
-    if (!block_valid(map, bytes, records.size(), img_size, augment, key)) {
+    if (!block_valid(map, bytes, records.size(), img_size, rule, key)) {
       munmap(map, bytes);
       return nullptr;
     }
@@ -338,7 +332,7 @@ std::unique_ptr<ImageCache> ImageCache::open_or_build_disk(const std::vector<Ima
     if (!dir_is_writable(dir.string())) continue;
     std::fprintf(stderr, "kestrel: writing image cache %s (%s)\n", path.c_str(),
                  gib(estimate_cache_bytes(records, img_size)).c_str());
-    if (!write_cache_file(path, records, img_size, augment, key, parallel_for, &why)) continue;
+    if (!write_cache_file(path, records, img_size, rule, key, parallel_for, &why)) continue;
     if (auto cache = open_valid(path)) return cache;
     why = path + " changed while it was being written";
   }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "data/io/image_decode.h"
 #include "data/types.h"
 
 namespace kestrel {
@@ -32,8 +33,6 @@ const char* cache_name(CacheMode m);  // the flag value: none, ram, disk
 // Runs fn(i) for every i in [0, n), possibly on several threads; returns when all are done.
 using ParallelFor = std::function<void(size_t n, const std::function<void(size_t)>& fn)>;
 
-// Size (width, height) that load_image_resized gives an image of w0 x h0 at img_size.
-cv::Size resized_size(int w0, int h0, int img_size);
 // Bytes a cache of these records needs (pixels only), from the header sizes in the records.
 size_t estimate_cache_bytes(const std::vector<ImageRecord>& records, int img_size);
 // MemAvailable from /proc/meminfo in bytes (0 when unreadable).
@@ -45,8 +44,8 @@ CacheMode choose_auto_cache(size_t image_bytes, size_t available_bytes, std::str
 
 // Where the disk cache of these records lives (the first writable candidate is chosen when building):
 // beside the data (the parent of the first image's folder) and under user_cache_dir()/images
-// ($XDG_CACHE_HOME/kestrel or ~/.cache/kestrel). The file name carries a hash of the image paths, the size and the resize mode.
-std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& records, int img_size, bool augment);
+// ($XDG_CACHE_HOME/kestrel or ~/.cache/kestrel). The file name carries a hash of the image paths, the size and the resize rule.
+std::vector<std::string> disk_cache_candidates(const std::vector<ImageRecord>& records, int img_size, ResizeRule rule);
 
 class ImageCache {
  public:
@@ -56,12 +55,12 @@ class ImageCache {
 
   // Decodes every record into memory. Returns nullptr (after printing why to stderr) when the estimate
   // does not fit in MemAvailable minus a safety margin.
-  static std::unique_ptr<ImageCache> build_ram(const std::vector<ImageRecord>& records, int img_size, bool augment,
+  static std::unique_ptr<ImageCache> build_ram(const std::vector<ImageRecord>& records, int img_size, ResizeRule rule,
                                                const ParallelFor& parallel_for);
   // Maps a valid existing cache file, or builds one. Returns nullptr (after printing why) when no
   // candidate folder can hold it.
   static std::unique_ptr<ImageCache> open_or_build_disk(const std::vector<ImageRecord>& records, int img_size,
-                                                        bool augment, const ParallelFor& parallel_for);
+                                                        ResizeRule rule, const ParallelFor& parallel_for);
 
   size_t size() const { return count_; }
   // Image i as a read-only view into the cache (no copy); orig_h/orig_w get the original size.

@@ -198,8 +198,9 @@ void Loader::build_cache() {
   // The loader threads are idle until the first epoch: as many short-lived ones fill the cache.
   const ParallelOptions po{static_cast<unsigned>(threads_.size() + 1)};
   const ParallelFor parallel_for = [po](size_t n, const std::function<void(size_t)>& fn) { kestrel::parallel_for(n, fn, po); };
-  cache_ = opts_.cache == CacheMode::ram ? ImageCache::build_ram(records_, opts_.img_size, opts_.augment, parallel_for)
-                                         : ImageCache::open_or_build_disk(records_, opts_.img_size, opts_.augment, parallel_for);
+  cache_ = opts_.cache == CacheMode::ram ? ImageCache::build_ram(records_, opts_.img_size, resize_rule(opts_.ultralytics, opts_.augment), parallel_for)
+                                         : ImageCache::open_or_build_disk(records_, opts_.img_size, resize_rule(opts_.ultralytics, opts_.augment),
+                                                                                         parallel_for);
 }
 
 LoadedImage Loader::load_image(size_t index, const DecodeRegion* needed) const {
@@ -209,8 +210,8 @@ LoadedImage Loader::load_image(size_t index, const DecodeRegion* needed) const {
   if (cache_)
     out.bgr = cache_->image(index, &out.orig_h, &out.orig_w);
   else
-    out.bgr = load_image_resized(records_[index].image_path, opts_.img_size, opts_.augment, &out.orig_h, &out.orig_w,
-                                 true, needed);
+    out.bgr = load_image_resized(records_[index].image_path, opts_.img_size, resize_rule(opts_.ultralytics, opts_.augment),
+                                 &out.orig_h, &out.orig_w, true, needed);
   return out;
 }
 
@@ -218,7 +219,7 @@ LoadedImage Loader::load_image(size_t index, const DecodeRegion* needed) const {
 cv::Size Loader::loaded_size(size_t index) const {
   const ImageRecord& r = records_[index];
   if (cache_ || r.width <= 0 || r.height <= 0) return {};
-  return resized_size(r.width, r.height, opts_.img_size);
+  return resized_size(r.width, r.height, opts_.img_size, resize_rule(opts_.ultralytics, opts_.augment));
 }
 
 bool Loader::sample_claimable() const {

@@ -33,6 +33,7 @@ namespace kestrel {
 struct LoaderOptions {
   int img_size = 640, batch_size = 16, workers = 2, prefetch = 4, stride = 32;
   bool augment = true, rect = false, shuffle = true, use_mosaic = true;
+  bool ultralytics = false;  // Ultralytics' resize rule for loading (data/io/image_decode.h), else YOLOv5's
   double pad = 0.0;
   uint64_t seed = 0;
   // Data parallel: this process reads shard `shard` of `shards` of every epoch (see shard_order).

@@ -59,7 +59,7 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
   std::vector<std::pair<int, int>> orig(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     decode_image_into(records[i].image_path, o.img_size, raw[i]);
-    images[i] = load_image_resized(records[i].image_path, o.img_size, o.augment, &orig[i].first, &orig[i].second);
+    images[i] = load_image_resized(records[i].image_path, o.img_size, resize_rule(o.ultralytics, o.augment), &orig[i].first, &orig[i].second);
   }
   cv::Mat out;  // timed passes write into one warm buffer
   t0 = thread_cpu_seconds();
@@ -68,7 +68,7 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
   t0 = thread_cpu_seconds();
   for (size_t i = 0; i < records.size(); ++i)
     if (raw[i].size() != images[i].size()) {
-      const bool linear = o.augment || images[i].cols > orig[i].second;  // load_image's interpolation rule
+      const bool linear = o.augment || o.ultralytics || images[i].cols > orig[i].second;  // load_image's interpolation rule
       cv::resize(raw[i], out, images[i].size(), 0, 0, linear ? cv::INTER_LINEAR : cv::INTER_AREA);
     }
   p.resize = 1e3 * (thread_cpu_seconds() - t0) / n;

@@ -24,6 +24,14 @@ Files:
   the same names (its AP ends the precision/recall curve at the last recall reached).
 - nms_val.json, nms_predict.json: non_max_suppression of a seeded anchor-free output (no
   objectness) at val and predict settings, in the layout of the YOLOv5 NMS vectors.
+- tiny_best.pt, tiny_best.json: a checkpoint in the format Ultralytics' trainer writes (save_model's
+  keys, then its own strip_optimizer, as best.pt is left at the end of a run) of a small 2-class model
+  in Ultralytics' yaml format (TINY_YAML), its weights set by `fill` and stored in fp16 as the trainer
+  stores them; the json holds the decoded output on the fixed input of the model read back from the
+  file (what `YOLO(tiny_best.pt)` computes), and its fp32_error as for the forward vectors.
+
+schedule_demo.json is not written here: it is the lr columns of the results.csv of a real run of
+Ultralytics' trainer, described in its own `meta`.
 
 The pinned ultralytics-thop (2.2.3) profiles in eval mode and counts matrix products: the GFLOPs
 include the DFL expectation and YOLO11's attention, and nothing for nearest upsampling.
@@ -284,6 +292,47 @@ LOSS_CASES = [
 ]
 
 
+TINY_YAML = {
+    "nc": 2,
+    "scales": {"t": [0.33, 0.25, 1024]},
+    "scale": "t",
+    "backbone": [[-1, 1, "Conv", [32, 3, 2]], [-1, 1, "Conv", [64, 3, 2]], [-1, 1, "C2f", [64, True]],
+                 [-1, 1, "Conv", [128, 3, 2]], [-1, 2, "C3k2", [128, False, 0.25]], [-1, 1, "SPPF", [128, 5]],
+                 [-1, 1, "C2PSA", [128]]],
+    "head": [[-1, 1, "nn.Upsample", [None, 2, "nearest"]], [[-1, 2], 1, "Concat", [1]], [-1, 1, "C2f", [64]],
+             [[9, 6], 1, "Detect", ["nc"]]],
+}
+
+
+def tiny_checkpoint(out_dir):
+    import copy
+    import datetime
+    import io
+
+    from ultralytics.utils.torch_utils import strip_optimizer
+
+    model = DetectionModel(copy.deepcopy(TINY_YAML), nc=2, verbose=False)
+    fill(model)
+    model.names = {0: "crack", 1: "hole"}
+    model.args = {"imgsz": 96}
+    ema = copy.deepcopy(model).half().eval()
+    ckpt = {"epoch": 4, "best_fitness": 0.25, "model": None, "ema": ema, "updates": 40, "optimizer": None,
+            "train_args": {"model": "tiny.yaml", "data": "tiny.yaml", "epochs": 5, "imgsz": 96, "batch": 4, "nbs": 64},
+            "train_metrics": {"metrics/mAP50-95(B)": 0.25, "fitness": 0.25}, "date": datetime.datetime(2026, 12, 7).isoformat(),
+            "version": ultralytics.__version__}
+    path = f"{out_dir}/tiny_best.pt"
+    buf = io.BytesIO()
+    torch.save(ckpt, buf)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    strip_optimizer(path)  # as the trainer leaves best.pt: model = the EMA, fp16, no optimizer
+    loaded = torch.load(path, map_location="cpu", weights_only=False)["model"].float().eval()
+    with torch.no_grad():
+        y = loaded(fixed_input())[0]
+    return {"checkpoint": "tiny_best.pt", "yaml": TINY_YAML, "names": ["crack", "hole"], "epoch": 4,
+            "fp32_error": fp32_errors(loaded, fixed_input()), "eval": {"decoded": tensor(y)}}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -306,6 +355,9 @@ def main():
         with open(f"{a.out}/loss_{case['name']}.json", "w") as f:
             json.dump({"meta": meta, "function": "ultralytics.utils.loss.v8DetectionLoss.get_assigned_targets_and_loss",
                        **loss_vectors(case)}, f)
+    with open(f"{a.out}/tiny_best.json", "w") as f:
+        json.dump({"meta": meta, "function": "trainer checkpoint + utils.torch_utils.strip_optimizer, DetectionModel.forward",
+                   **tiny_checkpoint(a.out)}, f)
     for name in ("yolov8n.yaml", "yolo11n.yaml", "yolov5nu.yaml"):
         with open(f"{a.out}/forward_{name.replace('.yaml', '')}.json", "w") as f:
             json.dump({"meta": meta, "function": "ultralytics.nn.tasks.DetectionModel.forward", **forward_vectors(name)}, f)
