@@ -17,7 +17,7 @@ void register_bench_step(CLI::App& bench) {
     run_step_bench(r);
     return 0;
   });
-  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml; default yolov5n.yaml)");
+  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5{n,s,m,l,x}.yaml, yolov8n.yaml .. yolov8x, yolo11n .. yolo11x, yolov5nu .. yolov5xu; default yolov5n.yaml)");
   cmd->add_option("--weights", r.weights, "weights to time, with their own architecture and classes (a YOLOv5 .pt or a Kestrel checkpoint)");
   cmd->add_option("--nc", r.nc, "classes of the model (default: the model's own)");
   cmd->add_option("--imgsz,--img,--img-size", r.shape.img_size, "image size");
@@ -36,7 +36,7 @@ void register_bench_dp(CLI::App& bench) {
   auto* cmd = add_command(bench, "dp", "Data-parallel step: 1 process x all cores vs N processes, all-reduce overlap", [] {
     return run_data_parallel_bench(r);
   });
-  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
+  cmd->add_option("--cfg", r.cfg, "model yaml (path or built-in: yolov5{n,s,m,l,x}.yaml, yolov8n.yaml .. yolov8x, yolo11n .. yolo11x, yolov5nu .. yolov5xu)");
   cmd->add_option("--nc", r.nc, "classes of the model");
   cmd->add_option("--imgsz,--img,--img-size", r.shape.img_size, "image size");
   cmd->add_option("--batch-size,--batch", r.shape.batch_size, "global batch size, split over the processes");

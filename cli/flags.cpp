@@ -30,9 +30,9 @@ void add_amp_flag(CLI::App* cmd, std::string& amp, const std::string& help) {
 // The train.py flags, shared by `train` and `profile` (which runs the same configuration briefly).
 void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool& no_progress) {
   cmd->add_option("--weights", o.weights, "initial weights: a YOLOv5 .pt or a Kestrel checkpoint ('' = from scratch)");
-  cmd->add_option("--cfg", o.cfg, "model yaml (path or built-in: yolov5n/s/m/l/x.yaml)");
+  cmd->add_option("--cfg", o.cfg, "model yaml (path or built-in: yolov5{n,s,m,l,x}.yaml, yolov8n.yaml .. yolov8x, yolo11n .. yolo11x, yolov5nu .. yolov5xu)");
   cmd->add_option("--data", o.data, "data.yaml (default: the built-in demo dataset)");
-  cmd->add_option("--hyp", o.hyp, "hyperparameters yaml (default: hyp.scratch-low)");
+  cmd->add_option("--hyp", o.hyp, "hyperparameters yaml over the family's defaults (YOLOv5: hyp.scratch-low; YOLOv8/YOLO11: Ultralytics' default.yaml)");
   cmd->add_option("--batch-size,--batch", o.batch_size, "images per batch, -1 = AutoBatch (measured)");
   cmd->add_option("--nbs", o.nbs, "nominal batch: gradients of round(nbs/batch) batches per optimizer step");
   cmd->add_option("--lr-scale", o.lr_scale, "scale lr0 when batch x accumulation passes --nbs: none, linear or sqrt")
