@@ -63,10 +63,8 @@ class GraphEmitter {
     const std::string grouped = g_.add_node("Reshape", {p, ints(scope + ".shape", {1, na, no, cells})}, scope + "/reshape");
     const std::string rows = g_.add_node("Transpose", {grouped}, scope + "/transpose", {OnnxAttribute::of_ints("perm", {0, 1, 3, 2})});
     const std::string s = g_.add_node("Sigmoid", {rows}, scope + "/sigmoid");
-    const auto part = [&](int64_t begin, int64_t end, const std::string& name) {
-      return g_.add_node("Slice", {s, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {3})}, name);
-    };
-    const std::string sxy = part(0, 2, scope + "/xy"), swh = part(2, 4, scope + "/wh"), sconf = part(4, no, scope + "/conf");
+    const std::string sxy = slice(s, 0, 2, 3, scope + "/xy"), swh = slice(s, 2, 4, 3, scope + "/wh");
+    const std::string sconf = slice(s, 4, no, 3, scope + "/conf");
 
     std::vector<float> offset, anchor4;  // [1, na, ny*nx, 2] each
     const torch::Tensor pixel_anchors = (d.anchors[level] * stride).to(torch::kCPU, torch::kFloat).contiguous();
@@ -113,9 +111,6 @@ class GraphEmitter {
     }
     const int64_t n = static_cast<int64_t>(strides.size()), bins = d.reg_max, box_channels = 4 * bins;
     const std::string x = g_.add_node("Concat", levels, scope + "/levels", {OnnxAttribute::of_int("axis", 2)});
-    const auto slice = [&](const std::string& t, int64_t begin, int64_t end, int64_t axis, const std::string& name) {
-      return g_.add_node("Slice", {t, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {axis})}, name);
-    };
     const std::string box = slice(x, 0, box_channels, 1, scope + "/box"), cls = slice(x, box_channels, d.no, 1, scope + "/cls");
     const std::string sides = g_.add_node("Reshape", {box, ints(scope + ".dfl_shape", {1, 4, bins, n})}, scope + "/sides");
     const std::string last = g_.add_node("Transpose", {sides}, scope + "/bins_last", {OnnxAttribute::of_ints("perm", {0, 1, 3, 2})});
@@ -142,6 +137,11 @@ class GraphEmitter {
  private:
   std::string ints(const std::string& name, const std::vector<int64_t>& values) {
     return g_.add_int64s(name, {static_cast<int64_t>(values.size())}, values);
+  }
+
+  // x[begin:end] along one axis.
+  std::string slice(const std::string& x, int64_t begin, int64_t end, int64_t axis, const std::string& name) {
+    return g_.add_node("Slice", {x, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {axis})}, name);
   }
 
   std::string conv2d(const torch::nn::Conv2dImpl& c, const std::string& x, const std::string& scope) {
@@ -186,21 +186,17 @@ class GraphEmitter {
     return y;
   }
 
-  std::string channels(const std::string& x, int64_t begin, int64_t end, const std::string& name) {
-    return g_.add_node("Slice", {x, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {1})}, name);
-  }
-
   // cv2(cat(a, b, m0(b), m1(m0(b)), ...)) with a, b the halves of cv1's output.
   std::string c2f(const C2fImpl& c, const std::string& x, const std::string& scope) {
     const std::string y = conv(*c.cv1, x, scope + ".cv1");
-    std::vector<std::string> parts{channels(y, 0, c.c, scope + "/a"), channels(y, c.c, 2 * c.c, scope + "/b")};
+    std::vector<std::string> parts{slice(y, 0, c.c, 1, scope + "/a"), slice(y, c.c, 2 * c.c, 1, scope + "/b")};
     for (size_t i = 0; i < c.blocks.size(); ++i) parts.push_back(layer(*c.blocks[i], {parts.back()}, scope + ".m." + std::to_string(i)));
     return conv(*c.cv2, g_.add_node("Concat", parts, scope + "/cat", {OnnxAttribute::of_int("axis", 1)}), scope + ".cv2");
   }
 
   std::string c2psa(const C2PSAImpl& c, const std::string& x, const std::string& scope) {
     const std::string y = conv(*c.cv1, x, scope + ".cv1");
-    std::string b = channels(y, c.c, 2 * c.c, scope + "/b");
+    std::string b = slice(y, c.c, 2 * c.c, 1, scope + "/b");
     for (size_t i = 0; i < c.m->size(); ++i) {
       const std::string s = scope + ".m." + std::to_string(i);
       const auto& block = *c.m->ptr(i)->as<PSABlockImpl>();
@@ -208,7 +204,7 @@ class GraphEmitter {
       const std::string hidden = conv(*block.ffn->ptr(0)->as<ConvImpl>(), b, s + ".ffn.0");
       b = g_.add_node("Add", {b, conv(*block.ffn->ptr(1)->as<ConvImpl>(), hidden, s + ".ffn.1")}, s + "/ffn_add");
     }
-    const std::string joined = g_.add_node("Concat", {channels(y, 0, c.c, scope + "/a"), b}, scope + "/cat", {OnnxAttribute::of_int("axis", 1)});
+    const std::string joined = g_.add_node("Concat", {slice(y, 0, c.c, 1, scope + "/a"), b}, scope + "/cat", {OnnxAttribute::of_int("axis", 1)});
     return conv(*c.cv2, joined, scope + ".cv2");
   }
 
@@ -217,11 +213,8 @@ class GraphEmitter {
     const int64_t ch = a.num_heads * a.head_dim, h = input_shape_.at(2), w = input_shape_.at(3), n = h * w;
     const std::string qkv = conv(*a.qkv, x, scope + ".qkv");
     const std::string heads = g_.add_node("Reshape", {qkv, ints(scope + ".heads", {1, a.num_heads, 2 * a.key_dim + a.head_dim, n})}, scope + "/heads");
-    const auto rows = [&](int64_t begin, int64_t end, const std::string& name) {
-      return g_.add_node("Slice", {heads, ints(name + ".starts", {begin}), ints(name + ".ends", {end}), ints(name + ".axes", {2})}, name);
-    };
-    const std::string q = rows(0, a.key_dim, scope + "/q"), k = rows(a.key_dim, 2 * a.key_dim, scope + "/k");
-    const std::string v = rows(2 * a.key_dim, 2 * a.key_dim + a.head_dim, scope + "/v");
+    const std::string q = slice(heads, 0, a.key_dim, 2, scope + "/q"), k = slice(heads, a.key_dim, 2 * a.key_dim, 2, scope + "/k");
+    const std::string v = slice(heads, 2 * a.key_dim, 2 * a.key_dim + a.head_dim, 2, scope + "/v");
     const std::string q_scaled = g_.add_node("Mul", {q, g_.add_floats(scope + ".scale", {1}, {static_cast<float>(a.scale)})}, scope + "/q_scaled");
     const std::string qt = g_.add_node("Transpose", {q_scaled}, scope + "/qt", {OnnxAttribute::of_ints("perm", {0, 1, 3, 2})});
     const std::string logits = g_.add_node("MatMul", {qt, k}, scope + "/logits");

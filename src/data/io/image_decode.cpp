@@ -393,6 +393,8 @@ cv::Size resized_size(int w0, int h0, int img_size, ResizeRule rule) {
   return {static_cast<int>(w0 * r), static_cast<int>(h0 * r)};
 }
 
+bool resizes_linearly(ResizeRule rule, double r) { return rule != ResizeRule::yolov5_val || r > 1; }
+
 cv::Mat load_image_resized(const std::string& path, int img_size, ResizeRule rule, int* orig_h, int* orig_w,
                            bool decode_scaling, const DecodeRegion* needed) {
   // The full-size decode goes to a per-thread buffer; only the resized image is a new allocation. When no
@@ -415,8 +417,7 @@ cv::Mat load_image_resized(const std::string& path, int img_size, ResizeRule rul
   }
   ScopedStage timer(Stage::resize);
   cv::Mat resized;
-  const bool linear = rule != ResizeRule::yolov5_val || r > 1;
-  cv::resize(decoded, resized, target, 0, 0, linear ? cv::INTER_LINEAR : cv::INTER_AREA);
+  cv::resize(decoded, resized, target, 0, 0, resizes_linearly(rule, r) ? cv::INTER_LINEAR : cv::INTER_AREA);
   return resized;
 }
 

@@ -64,6 +64,8 @@ ResizeRule resize_rule(bool ultralytics, bool augment);
 const char* resize_rule_name(ResizeRule rule);  // "area", "linear", "uval", "utrain": the disk cache's file names
 // The size (width, height) an image of w0 x h0 gets.
 cv::Size resized_size(int w0, int h0, int img_size, ResizeRule rule = ResizeRule::yolov5_val);
+// Whether the resize by r (new / old) is INTER_LINEAR; INTER_AREA otherwise.
+bool resizes_linearly(ResizeRule rule, double r);
 
 // load_image: the image resized by `rule`. Returns BGR; orig_h/orig_w get h0/w0 (after EXIF).
 // decode_scaling lets a JPEG of a training rule be decoded straight to >= img_size first (fast; pixels

@@ -68,7 +68,8 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
   t0 = thread_cpu_seconds();
   for (size_t i = 0; i < records.size(); ++i)
     if (raw[i].size() != images[i].size()) {
-      const bool linear = o.augment || o.ultralytics || images[i].cols > orig[i].second;  // load_image's interpolation rule
+      const double r = static_cast<double>(images[i].cols) / orig[i].second;
+      const bool linear = resizes_linearly(resize_rule(o.ultralytics, o.augment), r);
       cv::resize(raw[i], out, images[i].size(), 0, 0, linear ? cv::INTER_LINEAR : cv::INTER_AREA);
     }
   p.resize = 1e3 * (thread_cpu_seconds() - t0) / n;
