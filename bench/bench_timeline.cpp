@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/cpu_cores.h"
 #include "core/hyp.h"
 #include "model/detection_model.h"
 #include "model/model_config.h"
@@ -67,7 +68,7 @@ BENCHMARK(BM_SystemSamplerCpuPerSample)->Iterations(2)->Unit(benchmark::kMillise
 // A full training step on a resident batch, with (/1) or without (/0) the timeline and sampler.
 void BM_Yolov5nTrainStep(benchmark::State& state) {
   const bool measured = state.range(0) != 0;
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   torch::manual_seed(0);
   DetectionModel model(load_model_config("yolov5n.yaml"), 80);
   model->train();

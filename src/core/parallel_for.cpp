@@ -10,10 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_cores.h"
+
 namespace kestrel {
 
 void parallel_for(size_t n, const std::function<void(size_t)>& fn, const ParallelOptions& options) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
   const size_t threads = std::min<size_t>(options.threads ? options.threads : cores, std::max<size_t>(n, 1));
   std::atomic<size_t> next{0}, done{0};
   std::atomic<bool> failed{false};

@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/cpu_cores.h"
+
 namespace kestrel {
 
 namespace {
@@ -140,8 +142,12 @@ std::string filesystem_type(const std::string& path, bool* network) {
 
 std::vector<DoctorLine> run_doctor(const TorchFacts& torch, const std::string& data_path) {
   std::vector<DoctorLine> out;
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  out.push_back({"CPU cores", std::to_string(cores), ""});
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const unsigned cores = usable_cores();
+  // A job given part of a node (taskset, a scheduler's cpuset, a container's quota) sees only its share.
+  out.push_back({"CPU cores", cores == online ? std::to_string(cores)
+                                              : std::to_string(cores) + " usable of the machine's " + std::to_string(online) +
+                                                    " (affinity mask or cgroup quota)", ""});
   const double total = meminfo_gb("MemTotal"), avail = meminfo_gb("MemAvailable");
   out.push_back({"memory", fmt("%.1f GB total, %.1f GB available", total, avail),
                  avail < 4 ? "little memory free: avoid --cache ram, use --cache disk" : ""});

@@ -5,18 +5,18 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "report/plot_canvas.h"
 
 namespace kestrel {
 
 namespace {
 
-// Utilisation over time on one percent scale: the process's CPU as a share of the machine's cores
+// Utilisation over time on one percent scale: the process's CPU as a share of the cores it may use
 // (and its loader and compute threads apart), the GPU's utilisation as NVML reports it.
 void draw_utilisation(cv::Mat& img, const cv::Rect& area, const std::vector<SystemSample>& samples) {
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double cores = usable_cores();
   PlotFrame f;
   f.area = area;
   f.x.add(0), f.y.add(0), f.y.add(100);

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "core/float_text.h"
 #include "data/index/dataset_config.h"
 #include "data/index/label_index.h"
@@ -167,7 +167,7 @@ void warn_if_not_the_sparsity_target(const PruneRunOptions& o) {
 }  // namespace
 
 PruneRunSummary run_prune(const PruneRunOptions& o) {
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   const torch::Device device = parse_device(o.device);
   DetectionModel model = build_model("", o.weights, 0).model;
   std::unique_ptr<Validator> validator;

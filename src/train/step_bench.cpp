@@ -10,10 +10,10 @@
 #include <iostream>
 #include <malloc.h>
 #include <string>
-#include <thread>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include "core/cpu_cores.h"
 #include "core/sample_stats.h"
 #include "device/device.h"
 #include "distributed/launch.h"
@@ -138,7 +138,7 @@ StepTimes measure_steps(const DetectionModelImpl& source, const StepBenchOptions
 }
 
 void run_step_bench(const StepBenchRun& run) {
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   StepBenchOptions o = run.shape;
   o.device = parse_device(run.device);
   // Weights alone are timed as they are: their architecture (a pruned one included) and classes.
@@ -187,7 +187,7 @@ double all_reduce_alone_ms(DataParallel& dp, int64_t numel) {
 void bench_as_rank(const DataParallelBenchRun& run) {
   auto dp = DataParallel::from_environment(std::chrono::minutes(10));
   dp->quiet_secondary_ranks();
-  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dp->world().local_size));
+  torch::set_num_threads(std::max(1, static_cast<int>(usable_cores()) / dp->world().local_size));
   StepBenchOptions o = run.shape;
   o.batch_size /= dp->size();
   o.dp = dp.get();
@@ -223,7 +223,7 @@ int run_data_parallel_bench(const DataParallelBenchRun& run) {
     bench_as_rank(run);
     return 0;
   }
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   const BuiltModel built = build_model(run.cfg, "", run.nc);
   std::cout << model_summary(*built.model, run.shape.img_size).line() << "\n"
             << "global batch " << run.shape.batch_size << ", " << run.shape.img_size << " px, " << run.shape.warmup

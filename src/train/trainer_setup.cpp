@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "data/index/demo_dataset.h"
 #include "data/index/index_report.h"
 #include "data/index/scan.h"
@@ -164,7 +164,7 @@ void Trainer::setup_run() {
   gpu_clock_ = std::make_unique<DeviceStageClock>(device_);
   sampler_.select_gpu(pci_bus_id(device_));
   // The ranks on one machine share its cores.
-  cores_ = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / dp_->world().local_size);
+  cores_ = std::max(1, static_cast<int>(usable_cores()) / dp_->world().local_size);
   torch::set_num_threads(cores_);
   torch::manual_seed(opt_.seed);
   workers_ = opt_.workers >= 0 ? opt_.workers : default_workers(cores_);  // auto: refined once the loader exists

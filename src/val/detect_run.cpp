@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iostream>
 #include <opencv2/imgcodecs.hpp>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "data/io/image_decode.h"
 #include "device/device.h"
 #include "model/weights.h"
@@ -133,7 +133,7 @@ void detect_video(DetectLoop& loop, const DetectRunOptions& o, DetectRunSummary&
 
 DetectRunSummary run_detect(const DetectRunOptions& o) {
   const std::vector<DetectSource> sources = list_detect_sources(o.source);
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   DetectRunSummary s;
   DetectLoop loop(o, s);
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "data/index/dataset_config.h"
 #include "data/index/index_report.h"
 #include "data/index/label_index.h"
@@ -24,7 +24,7 @@ ValResult run_val(const ValRunOptions& o) {
   const DatasetIndex index = build_index(split, dc.nc, o.val.single_cls);
   for (const auto& w : index.warnings) std::cerr << "WARNING: " << w << "\n";
   std::cout << o.task << ": " << format_index_stats(index.stats) << "\n";
-  torch::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(usable_cores()));
   const torch::Device dev = parse_device(o.device);
   DetectionModel model = load_inference_model(o.weights, o.cfg, dev);
   if (!o.val.single_cls && model->nc() != dc.nc)

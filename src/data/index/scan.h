@@ -40,7 +40,7 @@ struct ScanReport {
 struct ScanOptions {
   int nc = 0;
   bool single_cls = false;
-  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+  unsigned threads = 0;  // 0: usable_cores()
   bool use_cache = true;
   // Called on the calling thread about ten times a second while images are checked: (done, total).
   std::function<void(size_t, size_t)> progress;

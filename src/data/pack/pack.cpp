@@ -16,8 +16,8 @@
 #include <opencv2/imgproc.hpp>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
+#include "core/cpu_cores.h"
 #include "data/io/cache_dir.h"
 #include "data/io/content_hash.h"
 #include "data/index/dataset_config.h"
@@ -234,7 +234,7 @@ void write_files(PackWriter& writer, const std::vector<Item>& items, const PackO
     if (item.rel.size() > writer.max_key())
       throw std::runtime_error("pack: path too long for a pack key (" + std::to_string(writer.max_key()) +
                                " bytes): " + item.rel);
-  const unsigned threads = std::max(1u, o.threads ? o.threads : std::thread::hardware_concurrency());
+  const unsigned threads = std::max(1u, o.threads ? o.threads : usable_cores());
   constexpr size_t kChunk = 64;  // files read in parallel, then appended in key order
   std::vector<Stored> chunk;
   for (size_t begin = 0; begin < items.size(); begin += kChunk) {

@@ -16,7 +16,7 @@ struct PackOptions {
   std::string out;        // the pack file to write (conventionally *.kpack)
   int max_side = 0;       // > 0: an image whose long side is longer is re-encoded at this long side
   int jpeg_quality = 95;  // for re-encoded JPEGs (cv2.imwrite's default)
-  unsigned threads = 0;   // 0: std::thread::hardware_concurrency()
+  unsigned threads = 0;   // 0: usable_cores()
   // Called on the calling thread as files are stored: (done, total).
   std::function<void(size_t, size_t)> progress;
   ScanOptions scan;       // the scan whose verdicts go into the pack (nc is taken from the data.yaml)
