@@ -357,7 +357,9 @@ void Trainer::prepare_loaders() {
   val_options_.cache = cache_;
   val_options_.ultralytics = lo.ultralytics;
   val_options_.precision = precision_;  // as train.py validates with half=amp
-  if (dp_->main()) validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);  // rank 0 validates
+  if (!dp_->main()) return;  // rank 0 validates
+  fit_max_det(val_options_, {{"train", most_objects(train_index_.records)}, {"val", most_objects(val_index_.records)}});
+  validator_ = std::make_unique<Validator>(val_index_.records, names_, val_options_);
 }
 
 void Trainer::prepare_optimization() {

@@ -32,6 +32,7 @@ ValResult run_val(const ValRunOptions& o) {
                              o.data + " (" + std::to_string(dc.nc) + " classes): pass --weights and --data that were trained together");
   ValOptions vo = o.val;
   vo.ultralytics = model->config().ultralytics;
+  fit_max_det(vo, {{o.task, most_objects(index.records)}});
   vo.precision = inference_precision(o.half, dev);
   if (o.half) std::cout << "--half: " << precision_name(vo.precision) << " autocast inference\n";
   const std::string save_dir = increment_path(o.project + "/" + o.name, o.exist_ok, "", /*mkdir=*/true);

@@ -109,6 +109,33 @@ ValResult Validator::run(DetectionModelImpl& model, const torch::Device& device,
   return result;
 }
 
+size_t most_objects(const std::vector<ImageRecord>& records) {
+  size_t most = 0;
+  for (const ImageRecord& r : records) most = std::max(most, r.labels.size());
+  return most;
+}
+
+void fit_max_det(ValOptions& options, const SplitObjectCounts& counts) {
+  size_t observed = 0;
+  std::string per_split;
+  for (const auto& [split, n] : counts) {
+    observed = std::max(observed, n);
+    per_split += (per_split.empty() ? "" : ", ") + split + " " + std::to_string(n);
+  }
+  const int max_det = options.max_det.value_or(val_nms_options(options.ultralytics).max_det);
+  if (observed <= static_cast<size_t>(max_det)) return;
+  std::string message = "WARNING: images hold up to " + std::to_string(observed) + " objects (" + per_split +
+                        ") but validation keeps " + std::to_string(max_det) + " detections per image, which caps recall. ";
+  if (options.max_det)
+    message += "Keeping --max-det " + std::to_string(max_det) + " as given.";
+  else if (options.ultralytics) {
+    options.max_det = static_cast<int>(observed);
+    message += "Validating with max_det " + std::to_string(observed) + ", as Ultralytics does.";
+  } else
+    message += "val.py keeps it (so does Kestrel, for the same numbers): pass --max-det " + std::to_string(observed) + " to lift the cap.";
+  std::fprintf(stderr, "%s\n", message.c_str());
+}
+
 std::string format_val_speed(const ValResult& r, int img_size, int batch_size) {
   char buf[200];
   std::snprintf(buf, sizeof buf,

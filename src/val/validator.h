@@ -68,6 +68,16 @@ class Validator {
   Loader loader_;
 };
 
+// The most objects an image of a split holds, by split name ("train", "val"): what fit_max_det checks.
+using SplitObjectCounts = std::vector<std::pair<std::string, size_t>>;
+size_t most_objects(const std::vector<ImageRecord>& records);
+
+// When an image holds more objects than max_det lets through, recall is capped and the metrics are
+// wrong. An Ultralytics model then validates with max_det raised to that count, as 8.4's
+// DetectionValidator does (over train and val in training, the split alone in `val`); a --max-det the
+// user gave is kept, and a YOLOv5 model keeps val.py's 300. Each case prints a warning that says so.
+void fit_max_det(ValOptions& options, const SplitObjectCounts& counts);
+
 // The "Speed: ..." line val.py prints.
 std::string format_val_speed(const ValResult& r, int img_size, int batch_size);
 

@@ -107,5 +107,35 @@ TEST(Validator, MetricsOfKnownPredictionsMatchTheDefinitions) {
   EXPECT_LT(smaller.metrics.map, r.metrics.map);
 }
 
+// 8.4's rule: an Ultralytics model validates with max_det raised to the most objects an image holds;
+// a --max-det the user gave, and a YOLOv5 model, keep theirs (with a warning).
+TEST(Validator, MaxDetRisesToTheMostObjectsForUltralyticsModelsOnly) {
+  std::vector<ImageRecord> crowded(2);
+  crowded[0].labels.resize(12);
+  crowded[1].labels.resize(412);
+  EXPECT_EQ(most_objects(crowded), 412u);
+  const SplitObjectCounts counts = {{"train", 350}, {"val", most_objects(crowded)}};
+
+  ValOptions ultralytics;
+  ultralytics.ultralytics = true;
+  fit_max_det(ultralytics, counts);
+  EXPECT_EQ(ultralytics.max_det, 412);
+
+  ValOptions given;
+  given.ultralytics = true;
+  given.max_det = 100;
+  fit_max_det(given, counts);
+  EXPECT_EQ(given.max_det, 100);
+
+  ValOptions yolov5;
+  fit_max_det(yolov5, counts);
+  EXPECT_EQ(yolov5.max_det, std::nullopt);  // val.py's 300 stays
+
+  ValOptions sparse;
+  sparse.ultralytics = true;
+  fit_max_det(sparse, {{"val", 300}});
+  EXPECT_EQ(sparse.max_det, std::nullopt);
+}
+
 }  // namespace
 }  // namespace kestrel
