@@ -17,7 +17,7 @@ void register_val(CLI::App& app) {
   cmd->add_option("--data", o.data, "data.yaml")->required();
   cmd->add_option("--imgsz,--img,--img-size", o.val.img_size, "inference size (pixels)");
   add_inference_flags(cmd, o.val.conf_thres, o.val.iou_thres, o.val.max_det, o.half);
-  cmd->add_option("--batch-size,--batch", o.val.batch_size, "batch size");
+  cmd->add_option("--batch-size,--batch", o.batch_size, "batch size (default: 32 for YOLOv5 models, 16 for Ultralytics')");
   cmd->add_option("--task", o.task, "val, train or test split")->check(CLI::IsMember({"val", "train", "test"}));
   cmd->add_option("--workers", o.val.workers, "loader threads");
   cmd->add_flag("--single-cls", o.val.single_cls, "treat as single-class dataset");

@@ -27,7 +27,8 @@ struct ImageRecord {
 struct LetterboxInfo {
   int orig_h = 0, orig_w = 0;
   double ratio_h = 1, ratio_w = 1;  // (resized / original); YOLOv5's `ratio`
-  double pad_w = 0, pad_h = 0;      // half-padding (dw, dh), YOLOv5's `pad`
+  double pad_w = 0, pad_h = 0;      // half-padding (dw, dh), YOLOv5's `pad`; whole pixels in Ultralytics' geometry
+  bool gain_per_axis = false;       // map x back with ratio_w (Ultralytics); YOLOv5 uses ratio_h for both axes
 };
 
 // A batch as the loader hands it over. `pixels` is n*3*h*w uint8 in RGB NCHW order, from the memory

@@ -47,22 +47,19 @@ void clip_boxes(torch::Tensor& boxes, int height, int width) {
 
 namespace {
 
-// Undo padding, then scaling. The double gain/pad become float32 scalars, as in PyTorch.
-void unletterbox(torch::Tensor& boxes, double gain, double pad_w, double pad_h, int orig_h,
+// Undo padding, then scaling. The double gains/pads become float32 scalars, as in PyTorch.
+void unletterbox(torch::Tensor& boxes, double gain_w, double gain_h, double pad_w, double pad_h, int orig_h,
                  int orig_w) {
-  boxes.select(1, 0).sub_(pad_w);
-  boxes.select(1, 2).sub_(pad_w);
-  boxes.select(1, 1).sub_(pad_h);
-  boxes.select(1, 3).sub_(pad_h);
-  boxes.index({Slice(), Slice(0, 4)}).div_(gain);
+  for (int64_t c : {0, 2}) boxes.select(1, c).sub_(pad_w).div_(gain_w);
+  for (int64_t c : {1, 3}) boxes.select(1, c).sub_(pad_h).div_(gain_h);
   clip_boxes(boxes, orig_h, orig_w);
 }
 
 }  // namespace
 
 void scale_boxes(torch::Tensor& boxes, const LetterboxInfo& letterbox) {
-  unletterbox(boxes, letterbox.ratio_h, letterbox.pad_w, letterbox.pad_h, letterbox.orig_h,
-              letterbox.orig_w);
+  const double gain_w = letterbox.gain_per_axis ? letterbox.ratio_w : letterbox.ratio_h;
+  unletterbox(boxes, gain_w, letterbox.ratio_h, letterbox.pad_w, letterbox.pad_h, letterbox.orig_h, letterbox.orig_w);
 }
 
 void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int orig_h, int orig_w) {
@@ -70,7 +67,7 @@ void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int
                                static_cast<double>(letterboxed_w) / orig_w);
   const double pad_w = (letterboxed_w - orig_w * gain) / 2;
   const double pad_h = (letterboxed_h - orig_h * gain) / 2;
-  unletterbox(boxes, gain, pad_w, pad_h, orig_h, orig_w);
+  unletterbox(boxes, gain, gain, pad_w, pad_h, orig_h, orig_w);
 }
 
 }  // namespace kestrel

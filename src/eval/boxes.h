@@ -21,8 +21,8 @@ torch::Tensor box_iou(const torch::Tensor& box1, const torch::Tensor& box2);
 void clip_boxes(torch::Tensor& boxes, int height, int width);
 
 // Maps xyxy boxes (columns 0..3, in place) from the letterboxed image back to the original image
-// with the loader's recorded ratio and padding (val.py's ratio_pad path: gain = ratio_h), then clips
-// them to the original size.
+// with the loader's recorded ratio and padding (val.py's ratio_pad path: gain = ratio_h; Ultralytics'
+// gains per axis when the loader recorded its geometry), then clips them to the original size.
 void scale_boxes(torch::Tensor& boxes, const LetterboxInfo& letterbox);
 
 // The same without recorded letterbox geometry (detect.py's path): gain and centred padding are

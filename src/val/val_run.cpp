@@ -32,6 +32,8 @@ ValResult run_val(const ValRunOptions& o) {
                              o.data + " (" + std::to_string(dc.nc) + " classes): pass --weights and --data that were trained together");
   ValOptions vo = o.val;
   vo.ultralytics = model->config().ultralytics;
+  // The batch decides which images share a rect shape, so its padding: the family's default gives its numbers.
+  vo.batch_size = o.batch_size.value_or(vo.ultralytics ? 16 : 32);
   fit_max_det(vo, {{o.task, most_objects(index.records)}});
   vo.precision = inference_precision(o.half, dev);
   if (o.half) std::cout << "--half: " << precision_name(vo.precision) << " autocast inference\n";
@@ -45,7 +47,7 @@ ValResult run_val(const ValRunOptions& o) {
   Validator validator(index.records, model->names(), vo);
   const ValResult r = validator.run(*model, dev, nullptr, outputs);
   std::cout << format_val_table(r.metrics, model->names(), o.verbose || model->nc() < 50)
-            << format_val_speed(r, o.val.img_size, o.val.batch_size) << "\n";
+            << format_val_speed(r, vo.img_size, vo.batch_size) << "\n";
   if (o.save_json) {
     const std::string json = save_dir + "/" + fs::path(o.weights).stem().string() + "_predictions.json";
     const size_t n = saver.write_json(json);

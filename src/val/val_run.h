@@ -3,6 +3,7 @@
 // refused with a message naming both (unless single_cls, which scores every class as one). Plots and
 // saved detections go to runs/val/expN, as val.py's.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "val/validator.h"
@@ -12,6 +13,7 @@ namespace kestrel {
 struct ValRunOptions {
   std::string weights, cfg, data, task = "val", device;  // "" = GPU 0 when there is one
   ValOptions val;
+  std::optional<int> batch_size;  // unset: the family's default, val.py's 32 or Ultralytics' 16
   bool half = false;     // --half: val.precision from inference_precision
   bool verbose = false;  // per-class rows also for 50 classes or more
   std::string project = "runs/val", name = "exp";  // the run folder, project/name[N]

@@ -214,5 +214,27 @@ TEST(Sample, LetterboxSampleCarriesYolov5Shapes) {
   EXPECT_EQ(out.labels[0].cls, 3.f);
 }
 
+TEST(Sample, LetterboxSampleInUltralyticsGeometryPlacesLabelsOnTheImage) {
+  // The same image in Ultralytics' geometry: it sits at row round(53.5 - 0.1) = 53, and so does its
+  // label (YOLOv5 puts the label at 53.5, half a pixel below the image); the mapping back keeps 53.
+  MemoryDataset d;
+  d.images.push_back(cv::Mat(213, 320, CV_8UC3, cv::Scalar(10, 20, 30)));
+  d.orig.push_back(cv::Size(640, 427));
+  d.labels.push_back({{3, 0.5f, 0.5f, 0.25f, 1.0f}});
+  Sample out;
+  SampleOptions ultralytics;
+  ultralytics.ultralytics = true;
+  make_letterbox_sample(d.loader(), 0, 320, 320, out, ultralytics);
+  EXPECT_EQ(out.bgr.at<cv::Vec3b>(52, 160), cv::Vec3b(114, 114, 114));
+  EXPECT_EQ(out.bgr.at<cv::Vec3b>(53, 160), cv::Vec3b(10, 20, 30));
+  EXPECT_EQ(out.info.pad_w, 0);
+  EXPECT_EQ(out.info.pad_h, 53);
+  EXPECT_TRUE(out.info.gain_per_axis);
+  ASSERT_EQ(out.labels.size(), 1u);
+  const float y1 = 213.f * (0.5f - 1.0f / 2) + 53.f, y2 = 213.f * (0.5f + 1.0f / 2) + 53.f;
+  EXPECT_EQ(out.labels[0].y, (y1 + y2) / 2 / 320.f);
+  EXPECT_EQ(out.labels[0].h, (y2 - y1) / 320.f);
+}
+
 }  // namespace
 }  // namespace kestrel

@@ -50,6 +50,24 @@ TEST(ScaleBoxes, UndoesLetterboxThenClips) {
   EXPECT_TRUE(torch::equal(derived, torch::tensor({{20.f, 20.f, 200.f, 120.f}})));
 }
 
+TEST(ScaleBoxes, UltralyticsGeometryMapsEachAxisWithItsOwnGain) {
+  // 427x640 loaded at 320 is 213x320: gains 213/427 (y) and 0.5 (x). YOLOv5's ratio_pad path divides both
+  // axes by the height's gain; Ultralytics' by each axis's own.
+  LetterboxInfo lb;
+  lb.orig_h = 427, lb.orig_w = 640, lb.ratio_h = 213.0 / 427, lb.ratio_w = 0.5, lb.pad_w = 0, lb.pad_h = 53;
+  auto yolov5 = torch::tensor({{100.f, 53.f, 300.f, 266.f}});
+  auto ultralytics = yolov5.clone();
+  scale_boxes(yolov5, lb);
+  lb.gain_per_axis = true;
+  scale_boxes(ultralytics, lb);
+  const float gain_h = static_cast<float>(213.0 / 427);
+  EXPECT_FLOAT_EQ(yolov5[0][0].item<float>(), 100.f / gain_h);
+  EXPECT_FLOAT_EQ(ultralytics[0][0].item<float>(), 200.f);
+  EXPECT_FLOAT_EQ(ultralytics[0][2].item<float>(), 600.f);
+  EXPECT_FLOAT_EQ(ultralytics[0][1].item<float>(), 0.f);
+  EXPECT_FLOAT_EQ(ultralytics[0][3].item<float>(), 213.f / gain_h);
+}
+
 TEST(ClipBoxes, ClampsToImage) {
   auto boxes = torch::tensor({{-1.f, -2.f, 700.f, 500.f}, {5.f, 6.f, 7.f, 8.f}});
   clip_boxes(boxes, 480, 640);

@@ -34,6 +34,12 @@ LetterboxGeometry letterbox_geometry(int h, int w, int new_h, int new_w, bool au
   return g;
 }
 
+void use_ultralytics_geometry(LetterboxInfo& info) {
+  info.pad_w = round_half_even(info.pad_w - 0.1);
+  info.pad_h = round_half_even(info.pad_h - 0.1);
+  info.gain_per_axis = true;
+}
+
 void letterbox(const cv::Mat& image, int new_h, int new_w, bool auto_pad, bool scaleup, cv::Mat& out,
                LetterboxInfo* info, int stride) {
   const cv::Mat img = image;  // keeps the source alive if `out` is the same Mat object

@@ -23,4 +23,10 @@ LetterboxGeometry letterbox_geometry(int h, int w, int new_h, int new_w, bool au
 void letterbox(const cv::Mat& img, int new_h, int new_w, bool auto_pad, bool scaleup, cv::Mat& out,
                LetterboxInfo* info, int stride = 32);
 
+// Ultralytics' LetterBox geometry: labels are placed, and predictions mapped back, at the whole-pixel
+// offset where the image sits (round(pad - 0.1)), and each axis has its own gain. YOLOv5 shifts labels by
+// the unrounded half padding (half a pixel off the image when the padding is odd) and maps back with the
+// height's gain. Turns `info` (as letterbox() filled it) from YOLOv5's into Ultralytics'.
+void use_ultralytics_geometry(LetterboxInfo& info);
+
 }  // namespace kestrel

@@ -91,19 +91,29 @@ void build_mosaic(const ImageSource& source, const TrainDraws& d, const Perspect
   boxes.insert(boxes.end(), boxes2.begin(), boxes2.end());
 }
 
-// Letterbox + random_perspective(border 0) into img / boxes; `info` gets YOLOv5's shapes entry.
-void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& d, const PerspectiveParams& p,
-                       int shape_h, int shape_w, bool direct, cv::Mat& img, std::vector<BoxLabel>& boxes,
-                       LetterboxInfo& info) {
-  const LoadedImage li = load(index, nullptr);
-  thread_local cv::Mat boxed;
+// A loaded image letterboxed into `out`, its labels into `boxes` (xyxy, pixels of `out`); returns the
+// shapes entry: original size, load_image ratio and the pad, in the family's geometry.
+LetterboxInfo letterbox_loaded(const LoadedImage& li, int shape_h, int shape_w, bool scaleup, bool ultralytics,
+                               cv::Mat& out, std::vector<BoxLabel>& boxes) {
   LetterboxInfo lb;
-  letterbox(li.bgr, shape_h, shape_w, false, true, boxed, &lb);
+  letterbox(li.bgr, shape_h, shape_w, false, scaleup, out, &lb);
+  if (ultralytics) use_ultralytics_geometry(lb);
   boxes.clear();
   if (li.labels)
     xywhn_to_xyxy(*li.labels, float(lb.ratio_w * li.bgr.cols), float(lb.ratio_h * li.bgr.rows), float(lb.pad_w),
                   float(lb.pad_h), boxes);
-  info = {li.orig_h, li.orig_w, double(li.bgr.rows) / li.orig_h, double(li.bgr.cols) / li.orig_w, lb.pad_w, lb.pad_h};
+  lb.orig_h = li.orig_h, lb.orig_w = li.orig_w;
+  lb.ratio_h = double(li.bgr.rows) / li.orig_h, lb.ratio_w = double(li.bgr.cols) / li.orig_w;
+  return lb;
+}
+
+// Letterbox + random_perspective(border 0) into img / boxes; `info` gets YOLOv5's shapes entry.
+void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& d, const PerspectiveParams& p,
+                       int shape_h, int shape_w, const SampleOptions& options, cv::Mat& img, std::vector<BoxLabel>& boxes,
+                       LetterboxInfo& info) {
+  const bool direct = options.direct_warp;
+  thread_local cv::Mat boxed;
+  info = letterbox_loaded(load(index, nullptr), shape_h, shape_w, true, options.ultralytics, boxed, boxes);
   if (direct && p.perspective == 0) {
     const PerspectiveMatrices m = perspective_matrices(d.perspective, boxed.cols, boxed.rows, boxed.cols, boxed.rows);
     PieceCanvas canvas;
@@ -129,7 +139,7 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
     build_mosaic(source, d, p, img_size, direct, out.bgr, boxes);
     out.info = LetterboxInfo{};  // YOLOv5's shapes is None for a mosaic
   } else {
-    build_letterboxed(source.load, index, d, p, shape_h, shape_w, direct, out.bgr, boxes, out.info);
+    build_letterboxed(source.load, index, d, p, shape_h, shape_w, options, out.bgr, boxes, out.info);
   }
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
   ScopedStage colour_timer(Stage::colour);
@@ -147,17 +157,11 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
   if (d.flip_lr) flip_labels_lr(out.labels);
 }
 
-void make_letterbox_sample(const ImageLoader& load, size_t index, int shape_h, int shape_w, Sample& out) {
-  const LoadedImage li = load(index, nullptr);
-  LetterboxInfo lb;
-  letterbox(li.bgr, shape_h, shape_w, false, false, out.bgr, &lb);
+void make_letterbox_sample(const ImageLoader& load, size_t index, int shape_h, int shape_w, Sample& out,
+                           const SampleOptions& options) {
   thread_local std::vector<BoxLabel> boxes;
-  boxes.clear();
-  if (li.labels)
-    xywhn_to_xyxy(*li.labels, float(lb.ratio_w * li.bgr.cols), float(lb.ratio_h * li.bgr.rows), float(lb.pad_w),
-                  float(lb.pad_h), boxes);
+  out.info = letterbox_loaded(load(index, nullptr), shape_h, shape_w, false, options.ultralytics, out.bgr, boxes);
   xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
-  out.info = {li.orig_h, li.orig_w, double(li.bgr.rows) / li.orig_h, double(li.bgr.cols) / li.orig_w, lb.pad_w, lb.pad_h};
 }
 
 }  // namespace kestrel

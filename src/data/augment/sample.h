@@ -54,6 +54,8 @@ struct SampleOptions {
   // OpenCV's round trip) instead of augment_hsv_strips; same bytes wherever rows are a multiple of 32 wide,
   // as training images are (hsv.h).
   bool fused_hsv = true;
+  // Ultralytics' letterbox geometry for its models (use_ultralytics_geometry); YOLOv5's otherwise.
+  bool ultralytics = false;
 };
 
 // Training __getitem__: with probability hyp.mosaic a mosaic (4 tiles) + random perspective (+ mixup with
@@ -64,7 +66,9 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
                        const SampleOptions& options = {});
 
 // Validation / rect __getitem__: letterbox to (shape_h, shape_w), auto=false, scaleup=false, no augmentation.
-// info gets YOLOv5's shapes entry: original size, load_image ratio (h/h0, w/w0) and the letterbox pad.
-void make_letterbox_sample(const ImageLoader& load, size_t index, int shape_h, int shape_w, Sample& out);
+// info gets YOLOv5's shapes entry: original size, load_image ratio (h/h0, w/w0) and the letterbox pad
+// (or Ultralytics' ratio_pad, with options.ultralytics).
+void make_letterbox_sample(const ImageLoader& load, size_t index, int shape_h, int shape_w, Sample& out,
+                           const SampleOptions& options = {});
 
 }  // namespace kestrel

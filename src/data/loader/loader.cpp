@@ -280,12 +280,14 @@ void Loader::build_sample(size_t item, Slot& slot, Worker& w) {
   const size_t index = order_[item];
   const auto [h, w_] = batch_shape(b);
   const uint64_t t0 = steady_ns(), load0 = w.times[Stage::load];
+  SampleOptions geometry;
+  geometry.ultralytics = opts_.ultralytics;
   if (opts_.augment) {
     SampleRng rng(opts_.seed, static_cast<uint64_t>(epoch_), index);
     make_train_sample(source_, index, records_.size(), opts_.hyp, opts_.img_size, h, w_, mosaic_now_ && !opts_.rect, rng,
-                      w.sample);
+                      w.sample, geometry);
   } else {
-    make_letterbox_sample(source_.load, index, h, w_, w.sample);
+    make_letterbox_sample(source_.load, index, h, w_, w.sample, geometry);
   }
   constexpr int kAugment = static_cast<int>(Stage::augment);
   w.times.ns[kAugment] += steady_ns() - t0 - (w.times[Stage::load] - load0);

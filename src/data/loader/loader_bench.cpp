@@ -81,15 +81,17 @@ ProbeTimes probe_stages(const std::vector<ImageRecord>& all, const LoaderOptions
     return li;
   };
   Sample sample;
+  SampleOptions geometry;
+  geometry.ultralytics = o.ultralytics;
   auto run = [&](const Hyp& hyp) {
     const double start = thread_cpu_seconds();
     for (size_t i = 0; i < records.size(); ++i) {
       if (o.augment) {
         SampleRng rng(o.seed, 0, i);
         make_train_sample(loader, i, records.size(), hyp, o.img_size, o.img_size, o.img_size, o.use_mosaic && !o.rect, rng,
-                          sample);
+                          sample, geometry);
       } else {
-        make_letterbox_sample(loader, i, o.img_size, o.img_size, sample);
+        make_letterbox_sample(loader, i, o.img_size, o.img_size, sample, geometry);
       }
     }
     return 1e3 * (thread_cpu_seconds() - start) / n;
