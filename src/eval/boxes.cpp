@@ -2,6 +2,7 @@
 #include "eval/boxes.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kestrel {
 
@@ -62,12 +63,19 @@ void scale_boxes(torch::Tensor& boxes, const LetterboxInfo& letterbox) {
   unletterbox(boxes, gain_w, letterbox.ratio_h, letterbox.pad_w, letterbox.pad_h, letterbox.orig_h, letterbox.orig_w);
 }
 
-void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int orig_h, int orig_w) {
+void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int orig_h, int orig_w, bool ultralytics) {
   const double gain = std::min(static_cast<double>(letterboxed_h) / orig_h,
                                static_cast<double>(letterboxed_w) / orig_w);
-  const double pad_w = (letterboxed_w - orig_w * gain) / 2;
-  const double pad_h = (letterboxed_h - orig_h * gain) / 2;
-  unletterbox(boxes, gain, gain, pad_w, pad_h, orig_h, orig_w);
+  if (!ultralytics) {
+    const double pad_w = (letterboxed_w - orig_w * gain) / 2;
+    const double pad_h = (letterboxed_h - orig_h * gain) / 2;
+    unletterbox(boxes, gain, gain, pad_w, pad_h, orig_h, orig_w);
+    return;
+  }
+  // As its LetterBox resized: each side rounded (half to even, as Python), the image at whole pixels.
+  const double new_w = std::max(std::nearbyint(orig_w * gain), 1.0), new_h = std::max(std::nearbyint(orig_h * gain), 1.0);
+  unletterbox(boxes, new_w / orig_w, new_h / orig_h, std::nearbyint((letterboxed_w - new_w) / 2 - 0.1),
+              std::nearbyint((letterboxed_h - new_h) / 2 - 0.1), orig_h, orig_w);
 }
 
 }  // namespace kestrel

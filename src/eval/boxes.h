@@ -26,7 +26,9 @@ void clip_boxes(torch::Tensor& boxes, int height, int width);
 void scale_boxes(torch::Tensor& boxes, const LetterboxInfo& letterbox);
 
 // The same without recorded letterbox geometry (detect.py's path): gain and centred padding are
-// derived from the two image sizes.
-void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int orig_h, int orig_w);
+// derived from the two image sizes. `ultralytics`: its predictor's path, a gain per axis from the
+// rounded resized sides and the padding in whole pixels.
+void scale_boxes(torch::Tensor& boxes, int letterboxed_h, int letterboxed_w, int orig_h, int orig_w,
+                 bool ultralytics = false);
 
 }  // namespace kestrel

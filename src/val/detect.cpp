@@ -63,11 +63,11 @@ NmsOptions detect_nms_options(const DetectOptions& options, bool anchor_free) {
 }
 
 torch::Tensor detections_from_output(const torch::Tensor& decoded, const NmsOptions& nms, int input_h, int input_w,
-                                     int image_h, int image_w) {
+                                     int image_h, int image_w, bool ultralytics) {
   torch::Tensor det = non_max_suppression(decoded.to(torch::kFloat32), nms)[0].to(torch::kCPU);
   if (det.size(0)) {
-    scale_boxes(det, input_h, input_w, image_h, image_w);
-    det.slice(1, 0, 4).round_();
+    scale_boxes(det, input_h, input_w, image_h, image_w, ultralytics);
+    if (!ultralytics) det.slice(1, 0, 4).round_();  // detect.py's whole pixels; Ultralytics' Results keep fractions
   }
   return det;
 }
@@ -92,7 +92,8 @@ Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const D
   out.ms_inference = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  out.boxes = detections_from_output(decoded, detect_nms_options(options, model.anchor_free()), out.input_h, out.input_w, image.rows, image.cols);
+  out.boxes = detections_from_output(decoded, detect_nms_options(options, model.anchor_free()), out.input_h, out.input_w,
+                                     image.rows, image.cols, model.config().ultralytics);
   out.ms_nms = ms_since(t0);
   return out;
 }

@@ -1,7 +1,8 @@
 // Inference on single images as YOLOv5's detect.py does it: letterbox with minimal (stride-multiple)
 // padding, one forward, NMS with detect.py's defaults (conf 0.25, IoU 0.45, best class only, 1000
-// detections; Ultralytics' IoU 0.7 and 300 for its models), boxes mapped back to the original image and rounded to whole pixels. Plus the two
-// outputs detect.py writes: YOLO txt lines and an annotated image.
+// detections; Ultralytics' IoU 0.7 and 300 for its models), boxes mapped back to the original image
+// (rounded to whole pixels as detect.py; as Ultralytics' predictor for its models). Plus the two outputs
+// detect.py writes: YOLO txt lines and an annotated image.
 #pragma once
 #include <torch/torch.h>
 
@@ -43,10 +44,10 @@ torch::Tensor image_to_input(const cv::Mat& image, int img_h, int img_w, bool au
                              const torch::Device& device);
 // The NMS settings of `options` over the head family's defaults (predict_nms_options).
 NmsOptions detect_nms_options(const DetectOptions& options, bool anchor_free);
-// NMS on a decoded output [1, N, no], boxes mapped back from the input's to the image's pixels and
-// rounded: float32 [k, 6] on the CPU.
+// NMS on a decoded output [1, N, no], boxes mapped back from the input's to the image's pixels (as
+// detect.py, rounded; as Ultralytics' predictor with `ultralytics`): float32 [k, 6] on the CPU.
 torch::Tensor detections_from_output(const torch::Tensor& decoded, const NmsOptions& nms, int input_h, int input_w,
-                                     int image_h, int image_w);
+                                     int image_h, int image_w, bool ultralytics = false);
 
 // `image`: BGR uint8 as decode_image gives it. The model should be in eval mode (fused for speed).
 Detections detect_image(DetectionModelImpl& model, const cv::Mat& image, const DetectOptions& options,
