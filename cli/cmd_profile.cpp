@@ -12,7 +12,8 @@ void register_profile(CLI::App& app) {
   static int warmup_steps = 0;
   o.project = "runs/profile";
   o.max_steps = 30;
-  o.epochs = 1000;  // the step budget ends the run
+  // --epochs stays train's default: it picks the optimizer (`auto`) and schedule the timed steps should
+  // have; the step budget ends the run long before.
   o.noval = true;
   o.img_size = 640;
   auto* cmd = add_command(app, "profile", "Run N training steps of a configuration and report where the time goes", [] {
@@ -25,6 +26,7 @@ void register_profile(CLI::App& app) {
   add_train_flags(cmd, o, workers, no_progress);
   cmd->add_option("--imgsz,--img,--img-size", o.img_size, "image size (pixels)");
   cmd->add_option("--steps", o.max_steps, "training steps to time");
+  cmd->add_option("--epochs", o.epochs, "epochs of the training to profile (they choose --optimizer auto's pick and the schedule)");
   cmd->add_option("--warmup-steps", warmup_steps,
                   "steps run before the timed ones and left out of the figures (the first steps choose kernels and grow the heap)");
   cmd->add_flag("--resident", o.resident_batch,

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -178,10 +179,14 @@ void SystemSampler::loop() {
     const double until = now_s() + interval_s_;
     while (running_ && now_s() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (!running_) break;
-    SystemSample s = take();
-    std::lock_guard<std::mutex> lock(mu_);
-    samples_.push_back(s);
+    sample_now();
   }
+}
+
+void SystemSampler::sample_now() {
+  std::lock_guard<std::mutex> lock(mu_);  // take() moves the previous readings on
+  // CPU time comes in 10 ms ticks: a reading over less than 0.1 s would be mostly rounding.
+  if (running_ && now_s() - prev_t_ >= std::min(0.1, interval_s_)) samples_.push_back(take());
 }
 
 SystemSample SystemSampler::take() {

@@ -43,6 +43,9 @@ class SystemSampler {
   void select_gpu(const std::string& pci_bus_id);
   void start();
   void stop();
+  // One reading now, over the time since the last (unless under 0.1 s): a run shorter than the
+  // interval still gets one.
+  void sample_now();
   // Samples taken since index `from` (use samples_taken() to remember an epoch's start).
   SystemSummary summarize(size_t from = 0) const;
   size_t samples_taken() const;

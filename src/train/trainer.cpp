@@ -276,6 +276,7 @@ void Trainer::end_epoch(int epoch) {
   const StageTotals et = timeline_.end_epoch();
   const StageTotals gpu = gpu_clock_->take(/*wait=*/true);
   gpu_run_ += gpu;
+  sampler_.sample_now();  // an epoch shorter than the sampling interval still gets a reading
   const VerdictInput vin{et, sampler_.summarize(epoch_sample_mark_), device_.is_cuda(), workers_,
                          largest_stage_name(loader_->stage_times()), loader_->cache() != nullptr, dp_->size()};
   std::printf("epoch %d: %.1f s train, %s | %s\n", epoch, epoch_train_seconds_, format_stage_line(et).c_str(),
@@ -382,6 +383,7 @@ TrainResult Trainer::finish() {
   result.ran.cache = cache_name(cache_);
   result.steps_per_epoch = nb_;
   result.batches_of_work = static_cast<double>(train_index_.records.size()) / opt_.batch_size;
+  sampler_.sample_now();  // the tail since the last reading (all of a run shorter than the interval)
   result.system = sampler_.summarize(0);
   result.processes = dp_->size();
   if (!dp_->main()) return result;  // rank 0 writes the run's files

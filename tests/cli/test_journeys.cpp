@@ -167,6 +167,30 @@ TEST_F(Journey, Yolov8nAndYolo11nOnFiveAndTwoClasses) {
                      "channel pruning and --sparsity cover YOLOv5 models");
 }
 
+// profile and tune run Ultralytics' models through the same trainer: the family's loss columns, its
+// optimizer choice for the epochs the user plans (not the step budget), a verdict, a ladder, a final command.
+TEST_F(Journey, ProfileYolov8nAndTuneYolo11n) {
+  const std::string two = dataset("two", {.nc = 2, .train_images = 16});
+  const CommandResult profiled = run_kestrel({"profile", "--data", two, "--cfg", "yolov8n.yaml", "--img", "64", "--batch", "4",
+                                              "--workers", "1", "--steps", "4", "--epochs", "50", "--no-progress", "--project",
+                                              runs() + "/profile", "--name", "v8", "--exist-ok"},
+                                             root_);
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.output;
+  EXPECT_TRUE(profiled.has("box_loss   cls_loss   dfl_loss")) << profiled.output;
+  EXPECT_TRUE(profiled.has("chose AdamW(lr=0.001667, momentum=0.9) for 50 iterations")) << profiled.output;  // 1 x 50 epochs
+  EXPECT_TRUE(profiled.has("Verdict: ")) << profiled.output;
+  EXPECT_TRUE(fs::exists(runs() + "/profile/v8/report.json")) << profiled.output;
+
+  const CommandResult tuned = run_kestrel({"tune", "--data", two, "--cfg", "yolo11n.yaml", "--img", "64", "--batch", "4", "--cache",
+                                           "none", "--workers", "1", "--amp", "off", "--steps", "3", "--budget", "5m",
+                                           "--project", runs() + "/tune", "--name", "v11", "--exist-ok"},
+                                          root_);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_TRUE(tuned.has("Final command")) << tuned.output;
+  EXPECT_TRUE(tuned.has("kestrel train --data " + two + " --cfg yolo11n.yaml --img 64")) << tuned.output;
+  EXPECT_TRUE(fs::exists(runs() + "/tune/v11/report.json")) << tuned.output;
+}
+
 TEST_F(Journey, Yolov5nOntoOneThreeAndEightyClasses) {
   KESTREL_REQUIRE_SHARED(weights, "weights/yolov5n.pt");
   const std::string one = dataset("one", {.nc = 1});
