@@ -17,9 +17,10 @@
 # On the device, in under 8 minutes:
 #   1. GPU tests: CPU vs CUDA forward/backward, loss, NMS, the fp16 scaler, a one-rank NCCL group, the
 #      side-stream transfer path and the CUDA event clock (tests/device);
-#   2. kestrel bench step, yolov5s@640 batch 32, fp32 / fp16 / bf16 channels-last, and fp16 NCHW;
+#   2. kestrel bench step, yolov5s@640 batch 32, fp32 / fp16 / bf16 channels-last, and fp16 NCHW; and
+#      yolov8s, fp32 / fp16 (the DFL loss and task-aligned assigner under autocast);
 #   3. training: yolov5s@640 from scratch on coco128 repeated 16x (2048 images), batch 64, 2 epochs,
-#      --amp auto: img/s, GPU utilisation, data-wait share (report.json);
+#      --amp auto: img/s, GPU utilisation, data-wait share (report.json); then yolov8s, 1 epoch;
 #   4. YOLOv5 v7.0 train.py on the same data, GPU and settings (epoch times from the launcher);
 # and one JSON summary of all of it.
 set -euo pipefail
@@ -70,8 +71,8 @@ run_check() {
   torch_lib=$("$torch_py" -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")')
   export LD_LIBRARY_PATH="$PWD/$BUNDLE/lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OMP_WAIT_POLICY=PASSIVE
-  local K="$PWD/$BUNDLE/bin/kestrel" device=0 cfg=yolov5s.yaml img=640 batch=64 bench_batch=32 copies=16 epochs=2 steps=20
-  if [ "$small" = 1 ]; then device=cpu cfg=yolov5n.yaml img=128 batch=8 bench_batch=4 copies=1 epochs=1 steps=2; fi
+  local K="$PWD/$BUNDLE/bin/kestrel" device=0 cfg=yolov5s.yaml v8cfg=yolov8s.yaml img=640 batch=64 bench_batch=32 copies=16 epochs=2 steps=20
+  if [ "$small" = 1 ]; then device=cpu cfg=yolov5n.yaml v8cfg=yolov8n.yaml img=128 batch=8 bench_batch=4 copies=1 epochs=1 steps=2; fi
   "$K" doctor > "$OUT/doctor.txt" 2>&1 || true
 
   echo "== 1. GPU tests"
@@ -89,6 +90,10 @@ run_check() {
   local amp_layout=fp16; [ "$device" = cpu ] && amp_layout=bf16
   "$K" bench step --cfg "$cfg" --img "$img" --batch "$bench_batch" --amp "$amp_layout" --steps "$steps" --warmup 3 \
     --device "$device" --layout nchw 2>&1 | sed 's/^\(fp16\|bf16\):/nchw \1:/' >> "$OUT/bench_step.txt" || echo "bench step --layout nchw FAILED"
+  local v8amps="off fp16"; [ "$device" = cpu ] && v8amps="off"
+  # shellcheck disable=SC2086
+  "$K" bench step --cfg "$v8cfg" --img "$img" --batch "$bench_batch" --amp $v8amps --steps "$steps" --warmup 3 --device "$device" \
+    2>&1 | sed "s/^/$v8cfg /" >> "$OUT/bench_step.txt" || echo "bench step $v8cfg FAILED"
   cat "$OUT/bench_step.txt"
 
   echo "== 3. training benchmark"
@@ -110,6 +115,10 @@ run_check() {
     > "$OUT/kestrel_train.txt" 2>&1 || echo "kestrel train FAILED"
   grep -E "^epoch |GPU per step|Time per step|Verdict" "$OUT/kestrel_train.txt" || true
   cp "$PWD/$BUNDLE/work/runs/kestrel/report.json" "$OUT/kestrel_report.json" 2>/dev/null || true
+  "$K" train --data "$data/data.yaml" --cfg "$v8cfg" --weights '' --img "$img" --batch "$batch" --epochs 1 \
+    --workers "$workers" --device "$device" --noval --noplots --project "$PWD/$BUNDLE/work/runs" --name kestrel_v8 \
+    > "$OUT/kestrel_train_v8.txt" 2>&1 || echo "kestrel train $v8cfg FAILED"
+  grep -E "^epoch |GPU per step|Verdict|--amp auto|optimizer:" "$OUT/kestrel_train_v8.txt" || true
 
   echo "== 4. YOLOv5 v7.0 train.py"
   if [ -f "$BUNDLE/yolov5/train.py" ] && "$torch_py" -c 'import cv2, yaml, pandas, tqdm' 2>/dev/null; then
@@ -142,6 +151,12 @@ epochs = [float(m) for m in re.findall(r"^epoch \d+: ([\d.]+) s train", train, r
 summary["kestrel"] = {"epoch_seconds": epochs, "lines": [l for l in train.splitlines() if re.match(r"(epoch |  GPU per step|GPU per step|Time per step|Verdict|--amp)", l)]}
 if epochs:
     summary["kestrel"]["images_per_s_last_epoch"] = 128 * copies / epochs[-1]
+v8 = read("kestrel_train_v8.txt")
+v8_epochs = [float(m) for m in re.findall(r"^epoch \d+: ([\d.]+) s train", v8, re.M)]
+summary["kestrel_v8"] = {"epoch_seconds": v8_epochs,
+                         "lines": [l for l in v8.splitlines() if re.match(r"(epoch |  GPU per step|GPU per step|Verdict|--amp|optimizer:)", l)]}
+if v8_epochs:
+    summary["kestrel_v8"]["images_per_s"] = 128 * copies / v8_epochs[-1]
 try:
     r = json.load(open(os.path.join(out, "kestrel_report.json")))
     summary["kestrel"]["data_wait_share"] = r["share"]["data"]

@@ -16,6 +16,7 @@
 #include "model/precision.h"
 #include "profile/doctor_dist.h"
 #include "train/grad_scaler.h"
+#include "train/detection_loss.h"
 #include "train/loss.h"
 
 namespace kestrel {
@@ -36,11 +37,15 @@ torch::Tensor targets_for(int batch) {  // image, class, x, y, w, h (normalised)
   return torch::tensor(t).view({-1, 6});
 }
 
-TEST(CudaParity, ModelForwardBackwardAndLossMatchTheCpu) {
+// Each family's step: YOLOv5's anchor head and loss, and Ultralytics' DFL head with its task-aligned
+// assigner (yolov8n's C2f, yolo11n's C3k2 and C2PSA attention).
+class CudaStepParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaStepParity, ModelForwardBackwardAndLossMatchTheCpu) {
   SKIP_WITHOUT_CUDA();
   torch::manual_seed(0);
-  DetectionModel cpu(load_model_config("yolov5n.yaml"), 3);
-  DetectionModel gpu(load_model_config("yolov5n.yaml"), 3);
+  DetectionModel cpu(load_model_config(GetParam()), 3);
+  DetectionModel gpu(load_model_config(GetParam()), 3);
   torch::NoGradGuard copy_guard;
   {
     auto src = cpu->named_parameters(), dst = gpu->named_parameters();
@@ -52,10 +57,10 @@ TEST(CudaParity, ModelForwardBackwardAndLossMatchTheCpu) {
   for (auto* m : {&cpu, &gpu}) (*m)->train(), (*m)->set_memory_format(torch::MemoryFormat::ChannelsLast);
   const torch::Tensor x = torch::rand({2, 3, 128, 128}).contiguous(torch::MemoryFormat::ChannelsLast);
   const torch::Tensor targets = targets_for(2);
-  Hyp hyp;
+  const Hyp hyp = cpu->config().ultralytics ? ultralytics_hyp() : Hyp{};
   auto run = [&](DetectionModel& m, const torch::Device& d) {
     torch::AutoGradMode grad(true);
-    YoloLoss loss(loss_config_from_hyp(hyp, 3, static_cast<int>(m->nl()), 128, m->anchors().to(d)));
+    const DetectionLoss loss = make_detection_loss(*m, hyp, 128, d);
     std::vector<torch::Tensor> pred = m->forward(x.to(d));
     auto [l, items] = loss(pred, targets.to(d));
     l.backward();
@@ -69,6 +74,9 @@ TEST(CudaParity, ModelForwardBackwardAndLossMatchTheCpu) {
   for (auto& p : gc)
     if (p.value().grad().defined()) EXPECT_LT(relative_error(gg[p.key()].grad(), p.value().grad()), 1e-3) << p.key();
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, CudaStepParity, ::testing::Values("yolov5n.yaml", "yolov8n.yaml", "yolo11n.yaml"),
+                         [](const auto& info) { return info.param.substr(0, info.param.find('.')); });
 
 TEST(CudaParity, LossOnFixedPredictionsMatchesTheCpu) {
   SKIP_WITHOUT_CUDA();
