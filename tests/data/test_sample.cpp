@@ -187,12 +187,18 @@ TEST(Sample, MosaicOffUsesTheLetterboxShape) {
   EXPECT_EQ(out.info.orig_h, d.orig[1].height);
 }
 
-TEST(Sample, LetterboxSampleCarriesYolov5Shapes) {
-  // A 427 x 640 original loaded at 320 is 213 x 320; letterboxed to 320 x 320 without scaling up.
+// A 427 x 640 original loaded at 320 (213 x 320, flat colour) with one class-3 label spanning its height.
+MemoryDataset wide_image_loaded_at_320() {
   MemoryDataset d;
   d.images.push_back(cv::Mat(213, 320, CV_8UC3, cv::Scalar(10, 20, 30)));
   d.orig.push_back(cv::Size(640, 427));
   d.labels.push_back({{3, 0.5f, 0.5f, 0.25f, 1.0f}});
+  return d;
+}
+
+TEST(Sample, LetterboxSampleCarriesYolov5Shapes) {
+  // A 427 x 640 original loaded at 320 is 213 x 320; letterboxed to 320 x 320 without scaling up.
+  const MemoryDataset d = wide_image_loaded_at_320();
   Sample out;
   make_letterbox_sample(d.loader(), 0, 320, 320, out);
   ASSERT_EQ(out.bgr.rows, 320);
@@ -217,10 +223,7 @@ TEST(Sample, LetterboxSampleCarriesYolov5Shapes) {
 TEST(Sample, LetterboxSampleInUltralyticsGeometryPlacesLabelsOnTheImage) {
   // The same image in Ultralytics' geometry: it sits at row round(53.5 - 0.1) = 53, and so does its
   // label (YOLOv5 puts the label at 53.5, half a pixel below the image); the mapping back keeps 53.
-  MemoryDataset d;
-  d.images.push_back(cv::Mat(213, 320, CV_8UC3, cv::Scalar(10, 20, 30)));
-  d.orig.push_back(cv::Size(640, 427));
-  d.labels.push_back({{3, 0.5f, 0.5f, 0.25f, 1.0f}});
+  const MemoryDataset d = wide_image_loaded_at_320();
   Sample out;
   SampleOptions ultralytics;
   ultralytics.ultralytics = true;
