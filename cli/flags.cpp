@@ -48,8 +48,8 @@ void add_train_flags(CLI::App* cmd, TrainOptions& o, std::string& workers, bool&
   cmd->add_flag("--fast", o.fast, "GPU: cuDNN autotuning and non-deterministic kernels (faster; runs no longer repeat bit for bit)");
   cmd->add_flag("--multi-scale", o.multi_scale, "vary image size +/- 50%");
   cmd->add_flag("--single-cls", o.single_cls, "train multi-class data as single-class");
-  cmd->add_option("--optimizer", o.optimizer, "auto, SGD, Adam or AdamW (auto: SGD for YOLOv5 models, Ultralytics' rule for YOLOv8/YOLO11)")
-      ->check(CLI::IsMember({"auto", "SGD", "Adam", "AdamW"}));
+  cmd->add_option("--optimizer", o.optimizer, "auto, SGD, Adam, AdamW or MuSGD (auto: SGD for YOLOv5 models, Ultralytics' rule for YOLOv8/YOLO11)")
+      ->check(CLI::IsMember({"auto", "SGD", "Adam", "AdamW", "MuSGD"}));
   cmd->add_option("--workers", workers, "loader threads, or auto");
   cmd->add_option("--prefetch", o.prefetch, "batches prepared ahead of the model");
   add_run_folder_flags(cmd, o.project, o.name, o.exist_ok);

@@ -32,5 +32,5 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
-export OMP_WAIT_POLICY=PASSIVE
+export OMP_WAIT_POLICY=PASSIVE PATH="$KESTREL_TORCH_VENV/bin:$PATH"  # torchrun, for the data-parallel journeys
 cd "$dir" && ctest --output-on-failure -j"$(nproc)" --timeout 1800 "${label[@]}"

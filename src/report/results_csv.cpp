@@ -10,13 +10,13 @@
 namespace kestrel {
 namespace {
 
-// The keys after `epoch` (and Ultralytics' `time`), before any extra ones.
-const std::array<const char*, 13> kYolov5Keys = {
+// The keys after `epoch` (and Ultralytics' `time`), before the lr of each param group and any extra ones.
+const std::array<const char*, 10> kYolov5Keys = {
     "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision", "metrics/recall", "metrics/mAP_0.5",
-    "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss", "x/lr0", "x/lr1", "x/lr2"};
-const std::array<const char*, 13> kUltralyticsKeys = {
+    "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss"};
+const std::array<const char*, 10> kUltralyticsKeys = {
     "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)",
-    "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"};
+    "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss", "val/dfl_loss"};
 
 // One cell: Python's '%20s' / '%20.5g' (YOLOv5) or '%s' / '%.6g' (Ultralytics), comma-terminated;
 // printf agrees with Python except that it may print "-nan".
@@ -48,6 +48,8 @@ std::string ResultsCsv::header_line(const EpochResults& r) const {
   append_key(line, "epoch", layout_);
   if (layout_ == CsvLayout::ultralytics) append_key(line, "time", layout_);
   for (const char* key : layout_ == CsvLayout::yolov5 ? kYolov5Keys : kUltralyticsKeys) append_key(line, key, layout_);
+  for (size_t g = 0; g < r.lr.size(); ++g)
+    append_key(line, (layout_ == CsvLayout::yolov5 ? "x/lr" : "lr/pg") + std::to_string(g), layout_);
   for (const auto& extra : r.extra) append_key(line, extra.first, layout_);
   return finish(std::move(line));
 }
@@ -60,9 +62,7 @@ std::string ResultsCsv::row_line(int epoch, const EpochResults& r) const {
   for (double v : r.train_loss) append_value(line, v, layout_);
   for (double v : {r.precision, r.recall, r.map50, r.map50_95}) append_value(line, v, layout_);
   for (double v : r.val_loss) append_value(line, v, layout_);
-  // Ultralytics' groups are ordered decayed weights, norm weights, biases.
-  const std::array<double, 3> lr = ultralytics ? std::array<double, 3>{r.lr[1], r.lr[2], r.lr[0]} : r.lr;
-  for (double v : lr) append_value(line, v, layout_);
+  for (double v : r.lr) append_value(line, v, layout_);
   for (const auto& extra : r.extra) append_value(line, extra.second, layout_);
   return finish(std::move(line));
 }

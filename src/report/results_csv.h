@@ -1,7 +1,7 @@
 // results.csv exactly as each family's trainer writes it, the header only when the file is new.
 // YOLOv5 v7.0 (utils/loggers/__init__.py): '%20s' keys, then one '%20.5g' row per epoch from 0.
 // Ultralytics (BaseTrainer.save_metrics): plain keys with its names ("metrics/mAP50-95(B)", the loss
-// terms box, cls, dfl, "lr/pg0" the decayed weights' group), '%.6g' rows of the epoch from 1 and the
+// terms box, cls, dfl, "lr/pg0".. one per param group), '%.6g' rows of the epoch from 1 and the
 // seconds since training started.
 #pragma once
 #include <array>
@@ -17,7 +17,7 @@ struct EpochResults {
   std::array<double, 3> train_loss{};  // box, obj, cls or box, cls, dfl (epoch means)
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
   std::array<double, 3> val_loss{};    // as train_loss
-  std::array<double, 3> lr{};          // Kestrel's param groups 0..2: biases, decayed weights, norm weights
+  std::vector<double> lr{0, 0, 0};     // each param group's, in the order the family logs them (x/lr0.., lr/pg0..)
   // Columns after YOLOv5's, for runs with levers it lacks (e.g. sparsity training): key, value.
   std::vector<std::pair<std::string, double>> extra;
 };

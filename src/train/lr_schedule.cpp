@@ -66,9 +66,12 @@ TrainSchedule::Step TrainSchedule::values(int epoch, int i) const {
   if (s.warmup) {
     // Warmup aims at initial_lr * lf(epoch) of the current epoch; group 0 (biases) falls from
     // warmup_bias_lr, the others rise from 0.
-    const double target = hyp_.lr0 * lf(epoch);
+    s.lr0 = hyp_.lr0, s.lf = lf(epoch);
+    const double target = s.lr0 * s.lf;
+    s.ni = static_cast<double>(ni), s.nw = nw_;
+    s.warmup_start = {hyp_.warmup_bias_lr, 0.0, 0.0};
     for (int g = 0; g < 3; ++g) {
-      s.lr[g] = interp(static_cast<double>(ni), nw_, g == 0 ? hyp_.warmup_bias_lr : 0.0, target);
+      s.lr[g] = interp(static_cast<double>(ni), nw_, s.warmup_start[g], target);
       s.momentum[g] = interp(static_cast<double>(ni), nw_, hyp_.warmup_momentum, hyp_.momentum);
     }
     s.accumulate = ultralytics_ ? std::max(1, static_cast<int>(round_half_even(interp(static_cast<double>(ni), nw_, 1.0, accumulate_))))
@@ -80,11 +83,17 @@ TrainSchedule::Step TrainSchedule::values(int epoch, int i) const {
   // (lr0*lf(epoch) at ni == nw) stays in effect until the epoch's scheduler.step().
   // Ultralytics steps its scheduler at an epoch's start: epoch e runs at lr0*lf(e).
   const bool warmup_ended_this_epoch = static_cast<long long>(nb_) * epoch <= nw_;
-  const double lr = hyp_.lr0 * lf(ultralytics_ || warmup_ended_this_epoch ? epoch : epoch - 1);
-  s.lr.fill(lr);
+  s.lr0 = hyp_.lr0, s.lf = lf(ultralytics_ || warmup_ended_this_epoch ? epoch : epoch - 1);
+  s.lr.fill(s.lr0 * s.lf);
   s.momentum.fill(hyp_.momentum);  // the value warmup ended on
   s.accumulate = accumulate_;
   return s;
+}
+
+double TrainSchedule::Step::scaled_lr(int role, double scale) const {
+  if (scale == 1.0) return lr.at(role);
+  const double target = lr0 * scale * lf;
+  return warmup ? interp(ni, nw, warmup_start.at(role), target) : target;
 }
 
 TrainSchedule::Step TrainSchedule::batch(int epoch, int i) {

@@ -22,6 +22,13 @@ class TrainSchedule {
     int accumulate = 1;                // batches whose gradients one optimizer step sums
     bool optimizer_step = false;       // step (and zero grads) after this batch's backward
     bool warmup = false;               // ni <= nw
+    // Group `role`'s lr for a param group whose initial lr is `scale` x lr0 (MuSGD's class branch, 3x):
+    // (scale x lr0) x lf, or in warmup the ramp from the role's start to that, as Ultralytics ramps
+    // each group towards its own initial_lr x lf(epoch).
+    double scaled_lr(int role, double scale) const;
+    double lr0 = 0, lf = 0;               // lr[role] outside warmup, or warmup's target: lr0 x lf
+    double ni = 0, nw = 0;                // warmup's position and length
+    std::array<double, 3> warmup_start{};  // where each role's warmup ramp starts
   };
 
   // epochs: total epochs of the run (the schedule's length); nb: batches per epoch;

@@ -1,5 +1,5 @@
-// YOLOv5 v7.0 smart_optimizer parameter groups, per-group lr/momentum updates, and the families'
-// `--optimizer auto` rules.
+// YOLOv5 v7.0 smart_optimizer parameter groups, Ultralytics' MuSGD groups, per-group lr/momentum
+// updates, and the families' `--optimizer auto` rules.
 #include "train/optimizer.h"
 
 #include <algorithm>
@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <stdexcept>
 #include <unordered_set>
+
+#include "model/dfl_detect.h"
+#include "train/musgd.h"
 
 namespace kestrel {
 namespace {
@@ -33,6 +36,47 @@ void classify_own_parameters(const torch::nn::Module& m, ParamGroups& groups) {
   }
 }
 
+// Every module once, the model first, in the order Python's model.modules() visits them (a module
+// registered twice counts once).
+std::vector<const torch::nn::Module*> unique_modules(const torch::nn::Module& model) {
+  std::vector<const torch::nn::Module*> out{&model};
+  std::unordered_set<const torch::nn::Module*> seen{&model};
+  for (const auto& m : model.modules(/*include_self=*/false))
+    if (seen.insert(m.get()).second) out.push_back(m.get());
+  return out;
+}
+
+// BaseTrainer.build_optimizer's MuSGD groups: [weights, norm weights, biases, Muon] (a 2-D or 4-D
+// parameter goes to Muon first), each as [the head's class branch, the rest].
+std::vector<torch::optim::OptimizerParamGroup> musgd_groups(const torch::nn::Module& model, double lr, double momentum,
+                                                            double decay) {
+  std::unordered_set<const void*> class_branch;
+  for (const auto* m : unique_modules(model))
+    if (const auto* head = dynamic_cast<const DflDetectImpl*>(m))
+      for (const auto& p : head->cv3->parameters()) class_branch.insert(p.unsafeGetTensorImpl());
+  enum Kind { weights, norm, biases, muon };
+  std::vector<torch::Tensor> split[4][2];  // [kind][0: class branch, 1: the rest]
+  for (const auto* m : unique_modules(model)) {
+    const bool is_norm = is_norm_layer(*m);
+    for (const auto& p : m->named_parameters(/*recurse=*/false)) {
+      const int64_t dims = p.value().dim();
+      const Kind kind = dims == 2 || dims == 4 ? muon : p.key() == "bias" ? biases : is_norm ? norm : weights;
+      split[kind][class_branch.count(p.value().unsafeGetTensorImpl()) ? 0 : 1].push_back(p.value());
+    }
+  }
+  const int64_t role_of[4] = {1, 2, 0, 1};  // the schedule's roles: 0 biases, 1 decayed weights, 2 norm weights
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (int kind = 0; kind < 4; ++kind)
+    for (int rest = 0; rest < 2; ++rest) {
+      const double scale = rest ? 1.0 : 3.0;
+      MuSGDOptions o(lr * scale);
+      o.momentum(momentum).nesterov(true).use_muon(kind == muon).role(role_of[kind]).lr_scale(scale);
+      o.weight_decay(kind == weights || kind == muon ? decay : 0.0);
+      groups.emplace_back(std::move(split[kind][rest]), std::make_unique<MuSGDOptions>(o));
+    }
+  return groups;
+}
+
 template <typename Optim, typename Options>
 std::unique_ptr<torch::optim::Optimizer> make_grouped(ParamGroups groups, const Options& base, double decay) {
   Options no_decay = base, with_decay = base;
@@ -51,7 +95,8 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "SGD") return OptimizerKind::SGD;
   if (name == "Adam") return OptimizerKind::Adam;
   if (name == "AdamW") return OptimizerKind::AdamW;
-  throw std::invalid_argument("unknown optimizer '" + name + "' (choose SGD, Adam or AdamW)");
+  if (name == "MuSGD") return OptimizerKind::MuSGD;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (choose SGD, Adam, AdamW or MuSGD)");
 }
 
 OptimizerChoice choose_optimizer(const std::string& requested, bool ultralytics, const Hyp& hyp, int nc, int64_t images,
@@ -76,10 +121,10 @@ OptimizerChoice choose_optimizer(const std::string& requested, bool ultralytics,
     std::snprintf(line, sizeof line, "optimizer: 'auto' chose AdamW(lr=%g, momentum=0.9) for %lld iterations (at most 10000), ignoring lr0=%g",
                   c.lr0, static_cast<long long>(iterations), hyp.lr0);
   } else {
-    c.kind = OptimizerKind::SGD;
+    c.kind = OptimizerKind::MuSGD;
     c.lr0 = 0.01;
-    std::snprintf(line, sizeof line, "optimizer: 'auto' chose SGD(lr=0.01, momentum=0.9) for %lld iterations; Ultralytics 8.4 uses MuSGD "
-                  "there, which Kestrel does not have, so results will differ from its runs", static_cast<long long>(iterations));
+    std::snprintf(line, sizeof line, "optimizer: 'auto' chose MuSGD(lr=0.01, momentum=0.9) for %lld iterations (over 10000), ignoring lr0=%g",
+                  static_cast<long long>(iterations), hyp.lr0);
   }
   c.line = line;
   return c;
@@ -87,16 +132,13 @@ OptimizerChoice choose_optimizer(const std::string& requested, bool ultralytics,
 
 ParamGroups split_param_groups(const torch::nn::Module& model) {
   ParamGroups groups;
-  classify_own_parameters(model, groups);
-  // Python's model.modules() visits each module object once, even if it is registered twice.
-  std::unordered_set<const torch::nn::Module*> seen{&model};
-  for (const auto& m : model.modules(/*include_self=*/false))
-    if (seen.insert(m.get()).second) classify_own_parameters(*m, groups);
+  for (const auto* m : unique_modules(model)) classify_own_parameters(*m, groups);
   return groups;
 }
 
 std::unique_ptr<torch::optim::Optimizer> smart_optimizer(const torch::nn::Module& model, OptimizerKind kind,
                                                          double lr, double momentum, double decay) {
+  if (kind == OptimizerKind::MuSGD) return std::make_unique<MuSGD>(musgd_groups(model, lr, momentum, decay), MuSGDOptions(lr));
   ParamGroups groups = split_param_groups(model);
   switch (kind) {
     case OptimizerKind::SGD:
@@ -108,6 +150,8 @@ std::unique_ptr<torch::optim::Optimizer> smart_optimizer(const torch::nn::Module
     case OptimizerKind::AdamW:
       return make_grouped<torch::optim::AdamW>(
           std::move(groups), torch::optim::AdamWOptions(lr).betas({momentum, 0.999}), decay);
+    case OptimizerKind::MuSGD:
+      break;
   }
   throw std::invalid_argument("smart_optimizer: unknown optimizer kind");
 }
@@ -118,15 +162,28 @@ void set_group_lr_momentum(torch::optim::Optimizer& optimizer, int group, double
   options.set_lr(lr);
   if (!momentum) return;
   if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options)) sgd->momentum(*momentum);
+  if (auto* musgd = dynamic_cast<MuSGDOptions*>(&options)) musgd->momentum(*momentum);
 }
 
 void apply_schedule_step(torch::optim::Optimizer& optimizer, const TrainSchedule::Step& step) {
-  for (int g = 0; g < 3; ++g) set_group_lr_momentum(optimizer, g, step.lr[g], step.momentum[g]);
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    const auto* musgd = dynamic_cast<const MuSGDOptions*>(&optimizer.param_groups()[g].options());
+    const int role = musgd ? static_cast<int>(musgd->role()) : static_cast<int>(g);
+    const double lr = musgd ? step.scaled_lr(role, musgd->lr_scale()) : step.lr.at(role);
+    set_group_lr_momentum(optimizer, static_cast<int>(g), lr, step.momentum.at(role));
+  }
 }
 
 std::vector<double> group_lrs(const torch::optim::Optimizer& optimizer) {
   std::vector<double> lrs;
   for (const auto& group : optimizer.param_groups()) lrs.push_back(group.options().get_lr());
+  return lrs;
+}
+
+std::vector<double> logged_group_lrs(const torch::optim::Optimizer& optimizer, bool ultralytics) {
+  std::vector<double> lrs = group_lrs(optimizer);
+  const bool built_in_ultralytics_order = dynamic_cast<const MuSGDOptions*>(&optimizer.param_groups().at(0).options());
+  if (ultralytics && !built_in_ultralytics_order) return {lrs.at(1), lrs.at(2), lrs.at(0)};
   return lrs;
 }
 

@@ -29,7 +29,7 @@ struct TrainOptions {
   bool fast = false;            // --fast: cuDNN autotuning and non-deterministic kernels (device/device.h)
   bool multi_scale = false;
   bool single_cls = false;
-  std::string optimizer = "auto";  // auto | SGD | Adam | AdamW (train/optimizer.h: choose_optimizer)
+  std::string optimizer = "auto";  // auto | SGD | Adam | AdamW | MuSGD (train/optimizer.h: choose_optimizer)
   int workers = -1;             // loader threads; -1 = auto (measured, see data/worker_tuning.h)
   int prefetch = 4;             // batches prepared ahead
   std::string project = "runs/train";

@@ -235,7 +235,7 @@ void Trainer::validate(int epoch, bool final_epoch) {
 }
 
 void Trainer::end_epoch(int epoch) {
-  const std::vector<double> lr = group_lrs(*optimizer_);
+  const std::vector<double> lr = logged_group_lrs(*optimizer_, model_->config().ultralytics);
   const bool final_epoch = epoch + 1 == opt_.epochs || stopper_.possible_stop() || step_budget_spent_;
   if (grads_pending_) dp_->average_gradients();  // the checkpoint's gradients are the job's
   if (!dp_->main()) {  // rank 0 validates, logs and saves; the others wait for its word on stopping
@@ -257,7 +257,7 @@ void Trainer::end_epoch(int epoch) {
   row.map50 = last_val_.metrics.map50;
   row.map50_95 = last_val_.metrics.map;
   row.val_loss = last_val_.loss;
-  row.lr = {lr[0], lr[1], lr[2]};
+  row.lr = lr;
   if (sparsity_.enabled()) {
     row.extra.emplace_back(SparsityTraining::kCsvKey, sparsity_.share_below(SparsityTraining::kGammaThreshold));
     sparsity_.record_epoch(epoch);

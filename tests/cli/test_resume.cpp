@@ -1,6 +1,6 @@
 // Exact resume: a run stopped anywhere (Ctrl-C at a random step, Ctrl-C at an epoch boundary, SIGTERM,
 // SIGKILL between two --save-minutes checkpoints, a full disk, a vanished dataset, a run folder turned
-// read-only) and continued with --resume writes a results.csv identical, byte for byte, to the run
+// read-only; under bf16, and with MuSGD) and continued with --resume writes a results.csv identical, byte for byte, to the run
 // that was never stopped. The dataset is small enough for the warmup's
 // growing accumulation windows to be cut in the middle, so pending gradients are part of the test.
 #include <gtest/gtest.h>
@@ -31,9 +31,10 @@ class Resume : public ::testing::Test {
 
   // `kestrel train` of the run `name` (without the program's name), `extra` flags last.
   std::vector<std::string> train_args(const std::string& name, const std::vector<std::string>& extra) const {
-    std::vector<std::string> args = {"train", "--data", data_, "--cfg", "yolov5n.yaml", "--img", "64", "--batch", "4", "--amp", amp_,
+    std::vector<std::string> args = {"train", "--data", data_, "--img", "64", "--batch", "4", "--amp", amp_,
                                      "--epochs", std::to_string(kEpochs), "--workers", "1", "--no-progress", "--noplots",
                                      "--project", root_ + "/runs", "--name", name, "--exist-ok"};
+    args.insert(args.end(), model_.begin(), model_.end());
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -53,6 +54,7 @@ class Resume : public ::testing::Test {
 
   std::string root_, data_, reference_;
   std::string amp_ = "off";  // pinned: --amp auto measures, and two runs could choose differently
+  std::vector<std::string> model_ = {"--cfg", "yolov5n.yaml"};
 };
 
 // The same run under bf16 autocast: what the resume restores must not depend on the precision.
@@ -60,6 +62,25 @@ class ResumeBf16 : public Resume {
  protected:
   ResumeBf16() { amp_ = "bf16"; }
 };
+
+// Ultralytics' MuSGD: both momentum buffers of its Muon groups and the eight groups' options must
+// come back.
+class ResumeMuSGD : public Resume {
+ protected:
+  ResumeMuSGD() { model_ = {"--cfg", "yolov8n.yaml", "--optimizer", "MuSGD"}; }
+};
+
+// Ultralytics' results.csv without its second column, the seconds since training started: a run that
+// was stopped and resumed spends other seconds.
+std::string without_time_column(const std::string& csv) {
+  std::stringstream in(csv);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const size_t first = line.find(','), second = line.find(',', first + 1);
+    out += line.substr(0, first) + line.substr(second) + "\n";
+  }
+  return out;
+}
 
 // The line --save-minutes prints when it checkpoints after batch `batch` of `epoch`.
 std::function<bool(const std::string&)> after_batch(int epoch, int batch) {
@@ -203,6 +224,16 @@ TEST_F(ResumeBf16, CtrlCMidEpoch) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_TRUE(resumed.has("--amp bf16")) << resumed.output;  // the recorded precision, not a new choice
   EXPECT_EQ(results("bf16_step"), reference_);
+}
+
+TEST_F(ResumeMuSGD, CtrlCMidEpoch) {
+  const CommandResult stopped = train("musgd_step", {"--save-minutes", "0.0001"}, after_batch(1, 2));
+  ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+  EXPECT_TRUE(stopped.has("optimizer: MuSGD(lr=0.01, momentum=0.937)")) << stopped.output;
+  const CommandResult resumed = resume("musgd_step");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(reference_.find("lr/pg7"), std::string::npos) << reference_;
+  EXPECT_EQ(without_time_column(results("musgd_step")), without_time_column(reference_));
 }
 
 TEST_F(Resume, FinishedRunHasNothingToResume) {

@@ -55,8 +55,8 @@ TEST(ResultsCsv, RowFormatMatchesPython) {
             "             2.5e-05,                   0,          0.00012346,               1e+05\n");
 }
 
-// Ultralytics 8.4's save_metrics for a detection run, epoch 3 (its row says 4) at 812.5 s: its lr/pg0
-// is the decayed weights' group, Kestrel's group 1.
+// Ultralytics 8.4's save_metrics for a detection run, epoch 3 (its row says 4) at 812.5 s, with the lr
+// of each param group in its order (train/optimizer.h: logged_group_lrs).
 TEST(ResultsCsv, UltralyticsLayoutMatchesItsTrainer) {
   const ResultsCsv csv("", CsvLayout::ultralytics);
   EXPECT_EQ(csv.header_line(),
@@ -64,9 +64,21 @@ TEST(ResultsCsv, UltralyticsLayoutMatchesItsTrainer) {
             "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\n");
   EpochResults r = sample();
   r.seconds = 812.5;
-  r.lr = {0.0937, 0.0007, 0.0005};
+  r.lr = {0.0007, 0.0005, 0.0937};
   EXPECT_EQ(csv.row_line(3, r), "4,812.5,0.10717,0.047519,0.027632,0.70001,0.61234,0.678901,0.456789,0.038913,0.028462,"
                                 "0.011839,0.0007,0.0005,0.0937\n");
+}
+
+// MuSGD has eight param groups: Ultralytics logs lr/pg0..lr/pg7, sparsity's extra column after them.
+TEST(ResultsCsv, OneLrColumnPerParamGroup) {
+  const ResultsCsv csv("", CsvLayout::ultralytics);
+  EpochResults r = sample();
+  r.lr = {0.03, 0.01, 0.03, 0.01, 0.03, 0.01, 0.03, 0.01};
+  r.extra = {{"x/extra", 0.5}};
+  const std::string header = csv.header_line(r);
+  EXPECT_NE(header.find("val/dfl_loss,lr/pg0,lr/pg1,lr/pg2,lr/pg3,lr/pg4,lr/pg5,lr/pg6,lr/pg7,x/extra\n"), std::string::npos)
+      << header;
+  EXPECT_NE(csv.row_line(0, r).find(",0.011839,0.03,0.01,0.03,0.01,0.03,0.01,0.03,0.01,0.5\n"), std::string::npos);
 }
 
 TEST(ResultsCsv, UltralyticsResumeKeepsRowsOfEarlierEpochs) {

@@ -1,6 +1,7 @@
 // smart_optimizer parameter groups (schedule.json `param_groups`, built on Conv+BN+Conv-with-bias)
 // and the per-group lr/momentum setters.
 #include "test_support.h"
+#include "train/musgd.h"
 #include "train/optimizer.h"
 
 namespace kestrel {
@@ -115,6 +116,40 @@ TEST(Optimizer, SetLrMomentumPerGroup) {
   }
 }
 
+// MuSGD's eight groups follow the schedule by role: [weights x3, weights, norm x3, norm, biases x3,
+// biases, Muon x3, Muon]. In warmup each ramps from its role's start (biases: warmup_bias_lr, unscaled)
+// to its own initial lr x lf, as Ultralytics' np.interp does; after warmup, initial lr x lf.
+TEST(Optimizer, MuSGDGroupsFollowTheScheduleAtTheirScale) {
+  TinyNet net;
+  auto opt = smart_optimizer(*net, OptimizerKind::MuSGD, 0.01, 0.9, 0.0005);
+  ASSERT_EQ(opt->param_groups().size(), 8u);
+  Hyp hyp = ultralytics_hyp();
+  hyp.lr0 = 0.01, hyp.warmup_bias_lr = 0.1;
+  TrainSchedule schedule(hyp, 10, 16, 20, false, 64, true);  // warmup: 3 epochs of 20 batches
+  const TrainSchedule::Step warm = schedule.batch(1, 5);    // ni 25 of 60
+  apply_schedule_step(*opt, warm);
+  const double lf1 = schedule.lf(1), ni = 25, nw = 60;
+  const std::vector<double> lrs = group_lrs(*opt);
+  const double bias_x3 = (0.01 * 3 * lf1 - 0.1) / nw * ni + 0.1;  // np.interp(25, [0, 60], [0.1, 0.03 lf(1)])
+  EXPECT_DOUBLE_EQ(lrs[4], bias_x3);
+  EXPECT_DOUBLE_EQ(lrs[5], warm.lr[0]);
+  EXPECT_DOUBLE_EQ(lrs[6], (0.01 * 3 * lf1) / nw * ni);
+  EXPECT_DOUBLE_EQ(lrs[7], warm.lr[1]);
+  EXPECT_DOUBLE_EQ(lrs[2], (0.01 * 3 * lf1) / nw * ni);
+  EXPECT_DOUBLE_EQ(lrs[3], warm.lr[2]);
+  for (const auto& group : opt->param_groups())
+    EXPECT_DOUBLE_EQ(static_cast<const MuSGDOptions&>(group.options()).momentum(), warm.momentum[1]);
+  apply_schedule_step(*opt, schedule.batch(5, 0));
+  const std::vector<double> later = group_lrs(*opt);
+  for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ(later[g], (g % 2 ? 0.01 : 0.01 * 3) * schedule.lf(5)) << "group " << g;
+  // results.csv's lr/pg0..7: MuSGD's groups are already in Ultralytics' order.
+  EXPECT_EQ(logged_group_lrs(*opt, true), later);
+  auto sgd = smart_optimizer(*net, OptimizerKind::SGD, 0.01, 0.9, 0.0005);
+  set_group_lr_momentum(*sgd, 0, 0.1, std::nullopt);
+  EXPECT_EQ(logged_group_lrs(*sgd, true), std::vector<double>({0.01, 0.01, 0.1}));
+  EXPECT_EQ(logged_group_lrs(*sgd, false), std::vector<double>({0.1, 0.01, 0.01}));
+}
+
 // Ultralytics' build_optimizer(name='auto'): AdamW at round(0.002 x 5 / (4 + nc), 6) while the run has
 // at most 10,000 iterations of ceil(images / max(batch, nbs)) batches an epoch.
 TEST(Optimizer, AutoFollowsEachFamily) {
@@ -128,10 +163,11 @@ TEST(Optimizer, AutoFollowsEachFamily) {
   c = choose_optimizer("auto", true, ultra, 6, 1000, 16, 64, 300);  // DeepPCB: 16 x 300 = 4800
   EXPECT_EQ(c.kind, OptimizerKind::AdamW);
   EXPECT_DOUBLE_EQ(c.lr0, 0.001);
-  c = choose_optimizer("auto", true, ultra, 6, 1000, 128, 64, 1251);  // 8 x 1251 = 10008: Ultralytics' MuSGD
-  EXPECT_EQ(c.kind, OptimizerKind::SGD);
+  c = choose_optimizer("auto", true, ultra, 6, 1000, 128, 64, 1251);  // 8 x 1251 = 10008: MuSGD
+  EXPECT_EQ(c.kind, OptimizerKind::MuSGD);
   EXPECT_DOUBLE_EQ(c.lr0, 0.01);
-  EXPECT_NE(c.line.find("MuSGD"), std::string::npos) << c.line;
+  EXPECT_DOUBLE_EQ(c.momentum, 0.9);
+  EXPECT_NE(c.line.find("MuSGD(lr=0.01, momentum=0.9) for 10008 iterations"), std::string::npos) << c.line;
   c = choose_optimizer("auto", true, ultra, 6, 1000, 128, 64, 1250);  // exactly 10,000: still AdamW
   EXPECT_EQ(c.kind, OptimizerKind::AdamW);
   // A named optimizer, or any YOLOv5 model, keeps the hyp's values.
@@ -145,6 +181,7 @@ TEST(Optimizer, AutoFollowsEachFamily) {
 TEST(Optimizer, ParseKind) {
   EXPECT_EQ(parse_optimizer_kind("SGD"), OptimizerKind::SGD);
   EXPECT_EQ(parse_optimizer_kind("AdamW"), OptimizerKind::AdamW);
+  EXPECT_EQ(parse_optimizer_kind("MuSGD"), OptimizerKind::MuSGD);
   EXPECT_THROW(parse_optimizer_kind("RMSProp"), std::invalid_argument);
 }
 

@@ -29,6 +29,12 @@ Files:
   in Ultralytics' yaml format (TINY_YAML), its weights set by `fill` and stored in fp16 as the trainer
   stores them; the json holds the decoded output on the fixed input of the model read back from the
   file (what `YOLO(tiny_best.pt)` computes), and its fp32_error as for the forward vectors.
+- musgd.json: ultralytics.optim.MuSGD. `newton_schulz`: zeropower_via_newtonschulz5 (bf16) of fixed
+  matrices; `steps`: three steps of one optimizer (a Muon group whose matrices share, pad and split
+  its batched calls, a boosted Muon group, SGD groups for biases and norm weights, a parameter without
+  a gradient) on given gradients, lr and momentum changing between steps, with the parameters after
+  each; `groups_<model>`: BaseTrainer.build_optimizer(name="MuSGD") on that model with nc=3, its eight
+  groups' parameter names and options.
 
 schedule_demo.json is not written here: it is the lr columns of the results.csv of a real run of
 Ultralytics' trainer, described in its own `meta`.
@@ -333,6 +339,64 @@ def tiny_checkpoint(out_dir):
             "fp32_error": fp32_errors(loaded, fixed_input()), "eval": {"decoded": tensor(y)}}
 
 
+def seeded(shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g)
+
+
+def musgd_vectors():
+    from ultralytics.optim.muon import MuSGD, zeropower_via_newtonschulz5
+
+    ns = [{"input": tensor(x), "output": tensor(zeropower_via_newtonschulz5(x).float())}
+          for x in (seeded([3, 10, 6], 1), seeded([12, 5], 2), seeded([4, 9], 3))]
+    # The Muon group's conv filters share 36 columns: rows 40, 16, 8 share one padded call, rows 2
+    # (more than 16x fewer than 40) get their own.
+    groups = [("muon", [[8, 4, 3, 3], [40, 4, 3, 3], [16, 4, 3, 3], [2, 4, 3, 3], [6, 16, 1, 1], [5, 12], [12, 5], [7, 7]],
+               {"lr": 0.01, "use_muon": True, "weight_decay": 0.0005}),
+              ("muon_boosted", [[6, 8, 1, 1], [3, 8, 3, 3]], {"lr": 0.03, "use_muon": True, "weight_decay": 0.0005}),
+              ("bias", [[16], [8]], {"lr": 0.01, "use_muon": False, "weight_decay": 0.0}),
+              ("norm", [[16], [6]], {"lr": 0.01, "use_muon": False, "weight_decay": 0.0})]
+    params, out_groups, seed = [], [], 100
+    for name, shapes, opts in groups:
+        ps = [torch.nn.Parameter(seeded(s, seed + i) * 0.1) for i, s in enumerate(shapes)]
+        seed += 10
+        params.append({"params": ps, "momentum": 0.9, "nesterov": True, **opts})
+        out_groups.append({"name": name, **opts, "initial": [tensor(p) for p in ps]})
+    frozen = torch.nn.Parameter(seeded([1, 16, 1, 1], 99), requires_grad=False)  # DFL's conv: no gradient, untouched
+    params[0]["params"].append(frozen)
+    out_groups[0]["frozen"] = tensor(frozen)
+    opt = MuSGD(params, muon=0.2, sgd=1.0)
+    steps = []
+    for step, (lr_factor, momentum) in enumerate([(1.0, 0.8), (0.5, 0.85), (0.25, 0.937)]):
+        grads = []
+        for gi, group in enumerate(opt.param_groups):
+            group["lr"] = out_groups[gi]["lr"] * lr_factor
+            group["momentum"] = momentum
+            gs = []
+            for pi, p in enumerate(group["params"]):
+                if p.requires_grad:
+                    p.grad = seeded(p.shape, 1000 * (step + 1) + 50 * gi + pi)
+                    gs.append(tensor(p.grad))
+            grads.append(gs)
+        opt.step()
+        steps.append({"lr_factor": lr_factor, "momentum": momentum, "grads": grads,
+                      "after": [[tensor(p) for p in g["params"] if p.requires_grad] for g in opt.param_groups]})
+    return {"muon": 0.2, "sgd": 1.0, "newton_schulz": ns, "groups": out_groups, "steps": steps}
+
+
+def musgd_groups(name):
+    from types import SimpleNamespace
+
+    from ultralytics.engine.trainer import BaseTrainer
+
+    model = DetectionModel(name, nc=3, verbose=False)
+    names = {id(p): n for n, p in model.named_parameters()}
+    opt = BaseTrainer.build_optimizer(SimpleNamespace(), model, name="MuSGD", lr=0.01, momentum=0.9, decay=0.0005)
+    return [{"params": [names[id(p)] for p in g["params"]], "lr": g["lr"], "weight_decay": g["weight_decay"],
+             "use_muon": g["use_muon"], "param_group": g["param_group"], "momentum": g["momentum"],
+             "nesterov": g["nesterov"]} for g in opt.param_groups]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -358,6 +422,9 @@ def main():
     with open(f"{a.out}/tiny_best.json", "w") as f:
         json.dump({"meta": meta, "function": "trainer checkpoint + utils.torch_utils.strip_optimizer, DetectionModel.forward",
                    **tiny_checkpoint(a.out)}, f)
+    with open(f"{a.out}/musgd.json", "w") as f:
+        json.dump({"meta": meta, "function": "ultralytics.optim.MuSGD, BaseTrainer.build_optimizer(name='MuSGD')",
+                   **musgd_vectors(), **{f"groups_{m}": musgd_groups(f"{m}.yaml") for m in ("yolov8n", "yolo11n")}}, f)
     for name in ("yolov8n.yaml", "yolo11n.yaml", "yolov5nu.yaml"):
         with open(f"{a.out}/forward_{name.replace('.yaml', '')}.json", "w") as f:
             json.dump({"meta": meta, "function": "ultralytics.nn.tasks.DetectionModel.forward", **forward_vectors(name)}, f)
