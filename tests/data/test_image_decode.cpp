@@ -317,6 +317,28 @@ TEST_F(ImageDecodeFiles, RegionDecodeGivesTheWholeDecodesBytesInsideTheRegion) {
   }
 }
 
+// Greyscale JPEGs decode to one channel and are spread to BGR: the bytes must be OpenCV's, whole, cut
+// short (libjpeg's fill) and EXIF-rotated.
+TEST_F(ImageDecodeFiles, GreyscaleJpegMatchesCvImread) {
+  cv::Mat noisy = test_picture(75, 122), grey;
+  cv::randn(noisy, cv::Scalar::all(0), cv::Scalar::all(40));
+  noisy += test_picture(75, 122);
+  cv::cvtColor(noisy, grey, cv::COLOR_BGR2GRAY);
+  const Bytes whole = encode(".jpg", grey);
+  const std::vector<std::pair<std::string, Bytes>> files = {
+      {"grey.jpg", whole},
+      {"grey_cut.jpg", Bytes(whole.begin(), whole.begin() + whole.size() / 2)},
+      {"grey_rotated.jpg", with_exif(whole, 6)},
+  };
+  for (const auto& [name, bytes] : files) {
+    const std::string path = file(name, bytes);
+    SCOPED_TRACE(path);
+    const cv::Mat want = cv::imread(path, cv::IMREAD_COLOR);
+    ASSERT_EQ(want.channels(), 3);
+    EXPECT_EQ(max_diff(decode_image(path), want), 0.0);
+  }
+}
+
 TEST_F(ImageDecodeFiles, RegionDecodeFallsBackToWholeWhenItCannotApply) {
   const cv::Mat picture = test_picture(48, 80);
   const std::string plain = file("plain.jpg", encode(".jpg", picture));
