@@ -138,20 +138,18 @@ ParamGroups split_param_groups(const torch::nn::Module& model) {
 
 std::unique_ptr<torch::optim::Optimizer> smart_optimizer(const torch::nn::Module& model, OptimizerKind kind,
                                                          double lr, double momentum, double decay) {
-  if (kind == OptimizerKind::MuSGD) return std::make_unique<MuSGD>(musgd_groups(model, lr, momentum, decay), MuSGDOptions(lr));
-  ParamGroups groups = split_param_groups(model);
   switch (kind) {
     case OptimizerKind::SGD:
       return make_grouped<torch::optim::SGD>(
-          std::move(groups), torch::optim::SGDOptions(lr).momentum(momentum).nesterov(true), decay);
+          split_param_groups(model), torch::optim::SGDOptions(lr).momentum(momentum).nesterov(true), decay);
     case OptimizerKind::Adam:
       return make_grouped<torch::optim::Adam>(
-          std::move(groups), torch::optim::AdamOptions(lr).betas({momentum, 0.999}), decay);
+          split_param_groups(model), torch::optim::AdamOptions(lr).betas({momentum, 0.999}), decay);
     case OptimizerKind::AdamW:
       return make_grouped<torch::optim::AdamW>(
-          std::move(groups), torch::optim::AdamWOptions(lr).betas({momentum, 0.999}), decay);
+          split_param_groups(model), torch::optim::AdamWOptions(lr).betas({momentum, 0.999}), decay);
     case OptimizerKind::MuSGD:
-      break;
+      return std::make_unique<MuSGD>(musgd_groups(model, lr, momentum, decay), MuSGDOptions(lr));
   }
   throw std::invalid_argument("smart_optimizer: unknown optimizer kind");
 }
