@@ -3,6 +3,7 @@
 // read-only; under bf16, and with MuSGD) and continued with --resume writes a results.csv identical, byte for byte, to the run
 // that was never stopped. The dataset is small enough for the warmup's
 // growing accumulation windows to be cut in the middle, so pending gradients are part of the test.
+// A dataset on a read-only mount, its caches unwritable, trains uncached to the same results.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -206,6 +207,33 @@ TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
   const CommandResult resumed = resume("readonly");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(results("readonly"), reference_);
+}
+
+// The dataset and the user cache folder on a read-only mount, with no caches yet: the label index, the
+// scan and --cache disk each say which files they could not write, and the run trains uncached to the
+// same results as the cached one. Skipped where mounts are not allowed.
+TEST_F(Resume, ReadOnlyDataAndCacheFoldersTrainUncachedAndSaySo) {
+  const std::string data_dir = std::filesystem::path(data_).parent_path().string();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".kestrel.") != std::string::npos || name.find(".kcache") != std::string::npos)
+      std::filesystem::remove(entry.path());
+  }
+  std::filesystem::create_directories(data_dir + "/xdg");
+  const char* script =
+      "data=$1; shift; mount --bind \"$data\" \"$data\" && mount -o remount,bind,ro \"$data\" || exit 77\n"
+      "XDG_CACHE_HOME=\"$data/xdg\" exec \"$@\"";
+  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", data_dir, KESTREL_BIN};
+  for (const std::string& a : train_args("ro_data", {"--cache", "disk"})) args.push_back(a);
+  const CommandResult r = run_program("unshare", args, root_, {}, 0);
+  if (r.exit_code == 77 || r.has("unshare: ")) GTEST_SKIP() << "mounts not allowed here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.has("kestrel: labels cache not saved (cannot write " + data_dir + "/labels/")) << r.output;
+  EXPECT_TRUE(r.has("the next run reads every label again")) << r.output;
+  EXPECT_TRUE(r.has("kestrel: scan cache not saved (cannot write " + data_dir + "/labels/")) << r.output;
+  EXPECT_TRUE(r.has("kestrel: --cache disk failed (cannot write " + data_dir + "/images/")) << r.output;
+  EXPECT_TRUE(r.has(data_dir + "/xdg/kestrel/images/")) << "the user cache was tried too\n" << r.output;
+  EXPECT_EQ(results("ro_data"), reference_);
 }
 
 TEST_F(Resume, SigkillBetweenSaveMinutesCheckpoints) {

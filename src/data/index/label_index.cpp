@@ -242,18 +242,8 @@ void scan_into(DatasetIndex& index, const std::vector<std::string>& images, cons
 
 // The index cache, beside the labels when that folder is writable, else in the user's cache folder.
 void save_cache(DatasetIndex& index, uint64_t key, const std::string& beside, const std::string& user) {
-  const std::string bytes = encode_cache(key, index);
-  const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
-  for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
-    if (target.empty()) continue;
-    try {
-      write_file_atomic(target, bytes);
-      index.cache_path = target;
-      return;
-    } catch (const std::runtime_error&) {
-      // not writable there: try the next place; without a cache the next run rescans
-    }
-  }
+  index.cache_path = save_dataset_cache(beside, user, encode_cache(key, index), "labels cache",
+                                        "the next run reads every label again");
 }
 
 }  // namespace

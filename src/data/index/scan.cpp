@@ -168,18 +168,7 @@ void store_cache(const std::string& beside, const std::string& user, uint64_t ke
                  std::string* written) {
   const nlohmann::json j = {
       {"version", kCacheVersion}, {"key", key}, {"report", nlohmann::json::parse(scan_report_to_json(report))}};
-  const std::string bytes = j.dump();
-  const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
-  for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
-    if (target.empty()) continue;
-    try {
-      write_file_atomic(target, bytes);
-      *written = target;
-      return;
-    } catch (const std::runtime_error&) {
-      // not writable there: try the next place; without a cache the next scan decodes again
-    }
-  }
+  *written = save_dataset_cache(beside, user, j.dump(), "scan cache", "the next run checks every image again");
 }
 
 bool fault_order(const Fault& a, const Fault& b) {

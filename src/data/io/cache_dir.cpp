@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "data/pack/pack_reader.h"
 
 namespace fs = std::filesystem;
@@ -32,6 +33,29 @@ bool dir_is_writable(const std::string& dir) {
   if (::access(dir.c_str(), W_OK) != 0) return false;  // read-only mounts, ownership
   // access() always says yes to root; the mode bits say whether the folder is meant to be written.
   return ::geteuid() != 0 || (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+}
+
+std::string joined_paths(const std::vector<std::string>& files) {
+  std::string out;
+  for (const std::string& f : files)
+    if (!f.empty()) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
+std::string save_dataset_cache(const std::string& beside, const std::string& user, const std::string& bytes,
+                               const char* what, const char* consequence) {
+  const bool beside_ok = !beside.empty() && dir_is_writable(fs::path(beside).parent_path().string());
+  for (const std::string& target : {beside_ok ? beside : std::string(), user}) {
+    if (target.empty()) continue;
+    try {
+      write_file_atomic(target, bytes);
+      return target;
+    } catch (const std::runtime_error&) {
+      // not writable there (a read-only mount, a full disk): try the next place
+    }
+  }
+  std::fprintf(stderr, "kestrel: %s not saved (cannot write %s); %s\n", what, joined_paths({beside, user}).c_str(), consequence);
+  return "";
 }
 
 std::pair<std::string, std::string> dataset_cache_locations(const std::string& first_label_path,

@@ -18,6 +18,16 @@ std::string user_cache_dir();
 // read-only-by-mode dataset folder (dr-xr-xr-x) is never written into.
 bool dir_is_writable(const std::string& dir);
 
+// Cache files a run tried, comma-separated ("" entries skipped), for the line that says none could be
+// written: "cannot write labels/train.kestrel.cache, ~/.cache/kestrel/index/<hash>.cache".
+std::string joined_paths(const std::vector<std::string>& files);
+
+// Writes a dataset cache (atomically) at `beside` when its folder is writable, else at `user`, and
+// returns the path written. When neither takes it, prints "kestrel: <what> not saved (cannot write
+// <beside>, <user>); <consequence>" and returns "".
+std::string save_dataset_cache(const std::string& beside, const std::string& user, const std::string& bytes,
+                               const char* what, const char* consequence);
+
 // Where a cache derived from a dataset's labels lives: {beside, user}. beside is "<labels folder><suffix>"
 // (e.g. labels/train2017.kestrel.cache, YOLOv5's labels/train2017.cache renamed), to be used when that
 // folder's parent is writable; user is user_cache_dir()/<kind>/<hash of beside>.<suffix's last extension>.

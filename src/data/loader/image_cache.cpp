@@ -324,7 +324,7 @@ std::unique_ptr<ImageCache> ImageCache::open_or_build_disk(const std::vector<Ima
       cache->reused_ = true;
       return cache;
     }
-  std::string why = "no folder to write it to";
+  std::string why = "cannot write " + joined_paths(candidates);
   for (const auto& path : candidates) {
     const fs::path dir = fs::path(path).parent_path();
     std::error_code ec;
