@@ -104,17 +104,22 @@ TEST_F(DataParallelJourney, TwoProcessesTrainOneRun) {
 
 
 // Ultralytics' family on the same job: its loss and recipe on two processes, SyncBatchNorm inside
-// C3k2 and C2PSA, its results.csv written once by rank 0.
+// C3k2 and C2PSA, MuSGD (the optimizer its long runs get) stepping on the averaged gradients, its
+// results.csv (eight lr columns) written once by rank 0.
 TEST_F(DataParallelJourney, Yolo11nTrainsOnTwoProcesses) {
-  const CommandResult r = train("dp11", {"--cfg", "yolo11n.yaml", "--nproc-per-node", "2", "--sync-bn", "--master-port", port()});
+  const CommandResult r = train("dp11", {"--cfg", "yolo11n.yaml", "--optimizer", "MuSGD", "--nproc-per-node", "2", "--sync-bn",
+                                         "--master-port", port()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.has("optimizer: MuSGD(lr=0.01")) << r.output;
   EXPECT_TRUE(r.has("Data parallel: 2 processes (2 on this machine)")) << r.output;
   EXPECT_TRUE(r.has("Using SyncBatchNorm()")) << r.output;
   EXPECT_TRUE(r.has("box_loss   cls_loss   dfl_loss")) << r.output;
   const std::string csv = results("dp11");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
   EXPECT_EQ(csv.rfind("epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,", 0), 0u) << csv;
+  EXPECT_NE(csv.find(",lr/pg7\n"), std::string::npos) << csv;
 }
+
 TEST_F(DataParallelJourney, TwoMachinesOnLoopbackMatchOneMachine) {
   const CommandResult one = train("node1x2", {"--nproc-per-node", "2", "--sync-bn", "--master-port", port()});
   ASSERT_EQ(one.exit_code, 0) << one.output;
