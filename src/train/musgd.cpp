@@ -179,10 +179,13 @@ void MuSGD::step_group(torch::optim::OptimizerParamGroup& group) {
   double lr = o.lr();
   if (o.use_muon()) {
     std::vector<torch::Tensor> momentums;
-    for (const auto& p : params) momentums.push_back(state_of(*this, p, true).momentum_buffer());
+    for (const auto& p : params) {
+      MuSGDParamState& state = state_of(*this, p, true);
+      momentums.push_back(state.momentum_buffer());
+      buffers.push_back(state.sgd_momentum_buffer());
+    }
     const std::vector<torch::Tensor> updates = muon_updates(grads, momentums, o.momentum(), o.nesterov());
     for (size_t i = 0; i < params.size(); ++i) params[i].add_(updates[i], -(lr * kMuonScale));
-    for (const auto& p : params) buffers.push_back(state_of(*this, p, true).sgd_momentum_buffer());
     lr *= kSgdScale;
   } else {
     for (const auto& p : params) buffers.push_back(state_of(*this, p, false).momentum_buffer());

@@ -43,6 +43,16 @@ class Resume : public ::testing::Test {
                       const std::function<bool(const std::string&)>& signal_when = {}, int signal = SIGINT) {
     return run_kestrel(train_args(name, extra), root_, signal_when, signal);
   }
+  // `kestrel train` of the run `name` inside a private mount namespace: `script` (sh) gets `folder` as
+  // $1, then the command line to run. Exit 77 from the script, or unshare refusing, means mounts are
+  // not allowed here (mounts_refused).
+  CommandResult train_in_mount_namespace(const char* script, const std::string& folder, const std::string& name,
+                                         const std::vector<std::string>& extra) const {
+    std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", folder, KESTREL_BIN};
+    for (const std::string& a : train_args(name, extra)) args.push_back(a);
+    return run_program("unshare", args, root_, {}, 0);
+  }
+  static bool mounts_refused(const CommandResult& r) { return r.exit_code == 77 || r.has("unshare: "); }
   CommandResult resume(const std::string& name) {
     return run_kestrel({"train", "--resume", root_ + "/runs/" + name + "/weights/last.pt", "--no-progress"}, root_);
   }
@@ -192,10 +202,8 @@ TEST_F(Resume, ReadOnlyRunFolderStopsNamingTheFileAndResumes) {
       "until mount -o remount,bind,ro \"$run\" 2>/dev/null; do kill -0 $pid 2>/dev/null || break; sleep 0.005; done\n"
       "kill -0 $pid 2>/dev/null && echo 'test: run folder now read-only'\n"
       "wait $pid";
-  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", run, KESTREL_BIN};
-  for (const std::string& a : train_args("readonly", {"--save-minutes", "0.0001"})) args.push_back(a);
-  const CommandResult stopped = run_program("unshare", args, root_, {}, 0);
-  if (stopped.exit_code == 77 || stopped.has("unshare: ")) GTEST_SKIP() << "mounts not allowed here: " << stopped.output;
+  const CommandResult stopped = train_in_mount_namespace(script, run, "readonly", {"--save-minutes", "0.0001"});
+  if (mounts_refused(stopped)) GTEST_SKIP() << "mounts not allowed here: " << stopped.output;
   ASSERT_TRUE(stopped.has("test: run folder now read-only")) << stopped.output;
   EXPECT_EQ(stopped.exit_code, 1) << stopped.output;
   const size_t error = stopped.output.find("kestrel: error: ");
@@ -223,10 +231,8 @@ TEST_F(Resume, ReadOnlyDataAndCacheFoldersTrainUncachedAndSaySo) {
   const char* script =
       "data=$1; shift; mount --bind \"$data\" \"$data\" && mount -o remount,bind,ro \"$data\" || exit 77\n"
       "XDG_CACHE_HOME=\"$data/xdg\" exec \"$@\"";
-  std::vector<std::string> args = {"-m", "--propagation", "private", "sh", "-c", script, "sh", data_dir, KESTREL_BIN};
-  for (const std::string& a : train_args("ro_data", {"--cache", "disk"})) args.push_back(a);
-  const CommandResult r = run_program("unshare", args, root_, {}, 0);
-  if (r.exit_code == 77 || r.has("unshare: ")) GTEST_SKIP() << "mounts not allowed here: " << r.output;
+  const CommandResult r = train_in_mount_namespace(script, data_dir, "ro_data", {"--cache", "disk"});
+  if (mounts_refused(r)) GTEST_SKIP() << "mounts not allowed here: " << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(r.has("kestrel: labels cache not saved (cannot write " + data_dir + "/labels/")) << r.output;
   EXPECT_TRUE(r.has("the next run reads every label again")) << r.output;
