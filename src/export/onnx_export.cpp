@@ -189,14 +189,16 @@ class GraphEmitter {
   // cv2(cat(a, b, m0(b), m1(m0(b)), ...)) with a, b the halves of cv1's output.
   std::string c2f(const C2fImpl& c, const std::string& x, const std::string& scope) {
     const std::string y = conv(*c.cv1, x, scope + ".cv1");
-    std::vector<std::string> parts{slice(y, 0, c.c, 1, scope + "/a"), slice(y, c.c, 2 * c.c, 1, scope + "/b")};
+    const std::array<int64_t, 2> h = c.halves();
+    std::vector<std::string> parts{slice(y, 0, h[0], 1, scope + "/a"), slice(y, h[0], h[0] + h[1], 1, scope + "/b")};
     for (size_t i = 0; i < c.blocks.size(); ++i) parts.push_back(layer(*c.blocks[i], {parts.back()}, scope + ".m." + std::to_string(i)));
     return conv(*c.cv2, g_.add_node("Concat", parts, scope + "/cat", {OnnxAttribute::of_int("axis", 1)}), scope + ".cv2");
   }
 
   std::string c2psa(const C2PSAImpl& c, const std::string& x, const std::string& scope) {
     const std::string y = conv(*c.cv1, x, scope + ".cv1");
-    std::string b = slice(y, c.c, 2 * c.c, 1, scope + "/b");
+    const std::array<int64_t, 2> h = c.halves();
+    std::string b = slice(y, h[0], h[0] + h[1], 1, scope + "/b");
     for (size_t i = 0; i < c.m->size(); ++i) {
       const std::string s = scope + ".m." + std::to_string(i);
       const auto& block = *c.m->ptr(i)->as<PSABlockImpl>();
@@ -204,7 +206,7 @@ class GraphEmitter {
       const std::string hidden = conv(*block.ffn->ptr(0)->as<ConvImpl>(), b, s + ".ffn.0");
       b = g_.add_node("Add", {b, conv(*block.ffn->ptr(1)->as<ConvImpl>(), hidden, s + ".ffn.1")}, s + "/ffn_add");
     }
-    const std::string joined = g_.add_node("Concat", {slice(y, 0, c.c, 1, scope + "/a"), b}, scope + "/cat", {OnnxAttribute::of_int("axis", 1)});
+    const std::string joined = g_.add_node("Concat", {slice(y, 0, h[0], 1, scope + "/a"), b}, scope + "/cat", {OnnxAttribute::of_int("axis", 1)});
     return conv(*c.cv2, joined, scope + ".cv2");
   }
 

@@ -3,9 +3,13 @@
 #include "model/channel_prune.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <stdexcept>
+
+#include "model/dfl_detect.h"
+#include "model/ultralytics_blocks.h"
 
 namespace kestrel {
 
@@ -32,6 +36,12 @@ struct ChannelSet {
     out.keep = torch::cat(keep), out.dropped = torch::cat(dropped), out.dropped_value = torch::cat(value);
     return out;
   }
+  // Channels first .. first + count - 1, renumbered from 0 (a split's part).
+  ChannelSet slice(int64_t first, int64_t count) const {
+    const auto inside = [&](const torch::Tensor& i) { return i.ge(first).logical_and(i.lt(first + count)); };
+    const torch::Tensor d = inside(dropped);
+    return {count, keep.masked_select(inside(keep)) - first, dropped.masked_select(d) - first, dropped_value.masked_select(d)};
+  }
   // A residual add of two sets with the same channels: the removed constants sum.
   ChannelSet plus(const ChannelSet& other) const {
     if (total != other.total || !torch::equal(dropped, other.dropped))
@@ -43,11 +53,18 @@ struct ChannelSet {
 const char* layer_kind(const torch::nn::Module& m) {
   if (dynamic_cast<const ConvImpl*>(&m)) return "Conv";
   if (dynamic_cast<const C3Impl*>(&m)) return "C3";
+  if (dynamic_cast<const C2fImpl*>(&m)) return "C2f";
+  if (dynamic_cast<const C2PSAImpl*>(&m)) return "C2PSA";
   if (dynamic_cast<const SPPFImpl*>(&m)) return "SPPF";
   if (dynamic_cast<const UpsampleImpl*>(&m)) return "Upsample";
   if (dynamic_cast<const ConcatImpl*>(&m)) return "Concat";
-  if (dynamic_cast<const DetectImpl*>(&m)) return "Detect";
   return nullptr;
+}
+
+// A depthwise convolution maps each channel to itself: it keeps what its input keeps.
+bool depthwise(const ConvImpl& c) {
+  const torch::Tensor& w = c.conv->weight;
+  return c.conv->options.groups() > 1 && c.conv->options.groups() == w.size(0) && w.size(1) == 1;
 }
 
 // Removes the inputs `in` dropped from a convolution's weight, folding their constants into what
@@ -65,10 +82,39 @@ void cut_inputs(torch::nn::Conv2dImpl& conv, const ChannelSet& in, torch::Tensor
     if (bias) bias->add_(c);
   }
   conv.weight.set_data(w.index_select(1, in.keep).contiguous());
+  fit_options_to_weight(conv);
+}
+
+// Keeps output channels `keep` of a Conv block's convolution and BatchNorm.
+void keep_outputs(ConvImpl& c, const torch::Tensor& keep) {
+  c.conv->weight.set_data(c.conv->weight.index_select(0, keep).contiguous());
+  for (torch::Tensor* t : {&c.bn->weight, &c.bn->bias, &c.bn->running_mean, &c.bn->running_var})
+    t->set_data(t->index_select(0, keep).contiguous());
+  fit_options_to_weight(*c.conv);
+}
+
+// A depthwise Conv block follows its input: a constant channel stays constant through its own
+// kernel (interior pixels: the value times the taps' sum), then its BatchNorm and activation.
+ChannelSet cut_depthwise(ConvImpl& c, const ChannelSet& in) {
+  torch::NoGradGuard no_grad;
+  if (c.conv->weight.size(0) != in.total)
+    throw std::runtime_error("prune: a depthwise convolution has " + std::to_string(c.conv->weight.size(0)) +
+                             " channels, its input " + std::to_string(in.total));
+  ChannelSet out = in;
+  if (in.dropped.numel()) {
+    const auto rows = [&](const torch::Tensor& t) { return t.detach().index_select(0, in.dropped).to(torch::kDouble); };
+    const torch::nn::BatchNorm2dImpl& bn = *c.bn;
+    torch::Tensor v = rows(c.conv->weight).sum({1, 2, 3}) * in.dropped_value.to(torch::kDouble);
+    v = (v - rows(bn.running_mean)) / (rows(bn.running_var) + bn.options.eps()).sqrt() * rows(bn.weight) + rows(bn.bias);
+    out.dropped_value = (c.has_act() ? torch::silu(v) : v).to(torch::kFloat);
+  }
+  keep_outputs(c, in.keep);
+  return out;
 }
 
 // Cuts one Conv block: inputs to `in`, outputs to `keep` (all when undefined). Returns its output set.
 ChannelSet cut_conv(ConvImpl& c, const ChannelSet& in, const torch::Tensor& keep) {
+  if (depthwise(c)) return cut_depthwise(c, in);
   torch::NoGradGuard no_grad;
   cut_inputs(*c.conv, in, &c.bn->running_mean, nullptr);
   const int64_t total = c.conv->weight.size(0);
@@ -78,17 +124,23 @@ ChannelSet cut_conv(ConvImpl& c, const ChannelSet& in, const torch::Tensor& keep
   ChannelSet out{total, keep, mask.nonzero().flatten(), {}};
   const torch::Tensor beta = c.bn->bias.index_select(0, out.dropped);
   out.dropped_value = (c.has_act() ? torch::silu(beta) : beta).to(torch::kFloat).cpu();
-  c.conv->weight.set_data(c.conv->weight.index_select(0, keep).contiguous());
-  for (torch::Tensor* t : {&c.bn->weight, &c.bn->bias, &c.bn->running_mean, &c.bn->running_var})
-    t->set_data(t->index_select(0, keep).contiguous());
+  keep_outputs(c, keep);
   return out;
 }
 
-// The kept output channels of each prunable convolution; a convolution absent keeps them all.
+// The kept output channels of each prunable convolution (the parts of a split one joined); a
+// convolution absent, or the part of one, keeps them all.
 class KeepMap {
  public:
   KeepMap(const std::vector<PrunableConv>& convs, const ChannelChoice& choice) {
-    for (size_t i = 0; i < convs.size(); ++i) keep_[convs[i].conv] = choice.keep[i];
+    std::map<const ConvImpl*, torch::Tensor> kept;
+    for (size_t i = 0; i < convs.size(); ++i) {
+      const PrunableConv& p = convs[i];
+      torch::Tensor& mask = kept[p.conv];
+      if (!mask.defined()) mask = torch::ones({p.conv->conv->weight.size(0)}, torch::kBool);
+      p.channels(mask).fill_(false).index_fill_(0, choice.keep[i], true);
+    }
+    for (const auto& [conv, mask] : kept) keep_[conv] = mask.nonzero().flatten();
   }
   torch::Tensor operator()(const ConvImpl* c) const {
     const auto it = keep_.find(c);
@@ -99,27 +151,70 @@ class KeepMap {
   std::map<const ConvImpl*, torch::Tensor> keep_;
 };
 
+ChannelSet cut_layer(torch::nn::Module& layer, const ChannelSet& in, const KeepMap& keep);
+
+ChannelSet cut_bottleneck(BottleneckImpl& b, const ChannelSet& in, const KeepMap& keep) {
+  const ChannelSet out = cut_conv(*b.cv2, cut_conv(*b.cv1, in, keep(b.cv1.get())), keep(b.cv2.get()));
+  return b.adds_input() ? in.plus(out) : out;
+}
+
+ChannelSet cut_c3(C3Impl& c3, const ChannelSet& in, const KeepMap& keep) {
+  ChannelSet y = cut_conv(*c3.cv1, in, keep(c3.cv1.get()));
+  for (Bottleneck b : c3.bottlenecks) y = cut_bottleneck(*b, y, keep);
+  const ChannelSet z = cut_conv(*c3.cv2, in, keep(c3.cv2.get()));
+  return cut_conv(*c3.cv3, ChannelSet::concat({y, z}), keep(c3.cv3.get()));
+}
+
+ChannelSet cut_c2f(C2fImpl& c, const ChannelSet& in, const KeepMap& keep) {
+  const std::array<int64_t, 2> h = c.halves();  // before the cut: the widths as they were
+  const ChannelSet y = cut_conv(*c.cv1, in, keep(c.cv1.get()));
+  std::vector<ChannelSet> parts{y.slice(0, h[0]), y.slice(h[0], h[1])};
+  for (const auto& block : c.blocks) parts.push_back(cut_layer(*block, parts.back(), keep));
+  return cut_conv(*c.cv2, ChannelSet::concat(parts), keep(c.cv2.get()));
+}
+
+// Only the attention blocks' hidden ffn channels and the first part of cv1 are pruned: the
+// attention stream b keeps every channel.
+ChannelSet cut_c2psa(C2PSAImpl& c, const ChannelSet& in, const KeepMap& keep) {
+  const std::array<int64_t, 2> h = c.halves();
+  const ChannelSet y = cut_conv(*c.cv1, in, keep(c.cv1.get()));
+  const ChannelSet b = y.slice(h[0], h[1]);
+  for (size_t i = 0; i < c.m->size(); ++i) {
+    const torch::nn::Sequential& ffn = c.m->ptr(i)->as<PSABlockImpl>()->ffn;
+    ConvImpl& hidden = *ffn->ptr(0)->as<ConvImpl>();
+    cut_conv(*ffn->ptr(1)->as<ConvImpl>(), cut_conv(hidden, b, keep(&hidden)), torch::Tensor());
+  }
+  return cut_conv(*c.cv2, ChannelSet::concat({y.slice(0, h[0]), b}), keep(c.cv2.get()));
+}
+
 // Cuts one layer's convolutions given its input channels; returns its output channels.
 ChannelSet cut_layer(torch::nn::Module& layer, const ChannelSet& in, const KeepMap& keep) {
   if (auto* c = dynamic_cast<ConvImpl*>(&layer)) return cut_conv(*c, in, keep(c));
-  if (auto* c3 = dynamic_cast<C3Impl*>(&layer)) {
-    ChannelSet y = cut_conv(*c3->cv1, in, keep(c3->cv1.get()));
-    for (Bottleneck b : c3->bottlenecks) {
-      const ChannelSet mid = cut_conv(*b->cv1, y, keep(b->cv1.get()));
-      const ChannelSet out = cut_conv(*b->cv2, mid, keep(b->cv2.get()));
-      y = b->adds_input() ? y.plus(out) : out;
-    }
-    const ChannelSet z = cut_conv(*c3->cv2, in, keep(c3->cv2.get()));
-    return cut_conv(*c3->cv3, ChannelSet::concat({y, z}), keep(c3->cv3.get()));
-  }
+  if (auto* b = dynamic_cast<BottleneckImpl*>(&layer)) return cut_bottleneck(*b, in, keep);
+  if (auto* c3 = dynamic_cast<C3Impl*>(&layer)) return cut_c3(*c3, in, keep);
+  if (auto* c2f = dynamic_cast<C2fImpl*>(&layer)) return cut_c2f(*c2f, in, keep);
+  if (auto* c2psa = dynamic_cast<C2PSAImpl*>(&layer)) return cut_c2psa(*c2psa, in, keep);
   if (auto* s = dynamic_cast<SPPFImpl*>(&layer)) {
     const ChannelSet a = cut_conv(*s->cv1, in, keep(s->cv1.get()));  // max-pools keep a constant constant
-    return cut_conv(*s->cv2, ChannelSet::concat({a, a, a, a}), keep(s->cv2.get()));
+    return cut_conv(*s->cv2, ChannelSet::concat(std::vector<ChannelSet>(s->pools() + 1, a)), keep(s->cv2.get()));
   }
   return in;  // Upsample and Concat
 }
 
-// Walks the layers in order, cutting each from its sources' output channels, then Detect's inputs.
+// A head branch's steps in order (Conv blocks, nested chains), its biased output convolution last.
+ChannelSet cut_branch(ChainImpl& chain, ChannelSet in, const KeepMap& keep) {
+  for (const auto& child : chain.children()) {
+    if (auto* c = dynamic_cast<ConvImpl*>(child.get())) in = cut_conv(*c, in, keep(c));
+    if (auto* nested = dynamic_cast<ChainImpl*>(child.get())) in = cut_branch(*nested, in, keep);
+    if (auto* out = dynamic_cast<torch::nn::Conv2dImpl*>(child.get())) {
+      cut_inputs(*out, in, nullptr, &out->bias);
+      in = ChannelSet::all(out->weight.size(0));
+    }
+  }
+  return in;
+}
+
+// Walks the layers in order, cutting each from its sources' output channels, then the head's inputs.
 void cut_model(DetectionModelImpl& m, const KeepMap& keep) {
   std::vector<ChannelSet> outputs;
   const auto& layers = m.spec().layers;
@@ -132,9 +227,17 @@ void cut_model(DetectionModelImpl& m, const KeepMap& keep) {
   for (size_t i = 0; i + 1 < m.num_layers(); ++i) outputs.push_back(cut_layer(*m.layer(i), input_of(i), keep));
   const size_t d = m.num_layers() - 1;
   const auto& sources = layers[d].sources;
+  auto& head = dynamic_cast<DetectHeadImpl&>(*m.layer(d));
+  auto* dfl = dynamic_cast<DflDetectImpl*>(&head);
   for (size_t level = 0; level < sources.size(); ++level) {
-    torch::nn::Conv2dImpl& conv = *m.detect().ptr()->convs[level];
-    cut_inputs(conv, outputs[sources[level] < 0 ? d - 1 : sources[level]], nullptr, &conv.bias);
+    const ChannelSet& in = outputs[sources[level] < 0 ? d - 1 : sources[level]];
+    if (dfl) {
+      cut_branch(*dfl->box_branches[level], in, keep);
+      cut_branch(*dfl->class_branches[level], in, keep);
+    } else {
+      torch::nn::Conv2dImpl& conv = *head.output_convs()[level];
+      cut_inputs(conv, in, nullptr, &conv.bias);
+    }
   }
 }
 
@@ -151,7 +254,7 @@ GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
   for (const PrunableConv& p : convs) {
     if (p.group >= g.gamma.size())
       g.gamma.resize(p.group + 1), g.members.resize(p.group + 1, 0), g.cost.resize(p.group + 1, 0.0);
-    const torch::Tensor a = p.conv->bn->weight.detach().abs().cpu().to(torch::kDouble);
+    const torch::Tensor a = p.gamma().detach().abs().cpu().to(torch::kDouble);
     torch::Tensor& s = g.gamma[p.group];
     if (s.defined() && s.numel() != a.numel())
       throw std::runtime_error("prune: " + p.name + " has " + std::to_string(a.numel()) + " channels, its residual group " +
@@ -165,55 +268,118 @@ GroupGammas group_gammas(const std::vector<PrunableConv>& convs) {
 
 }  // namespace
 
+namespace {
+
+// Lists a model's prunable convolutions layer by layer, numbering the groups, with each channel's
+// cost at the stride the layer works at.
+class ConvLister {
+ public:
+  std::vector<PrunableConv> out;
+  double stride = 1;  // input pixels per pixel (along a side) of the layer being listed
+
+  size_t new_group() { return groups_++; }
+
+  // One convolution's output channels first .. first + count - 1 (count 0: all) in `group`.
+  void add(const std::string& name, ConvImpl& c, size_t group, int64_t first = 0, int64_t count = 0) {
+    const torch::Tensor& w = c.conv->weight;
+    const double pixels = 1.0 / (stride * stride);
+    out.push_back({name, &c, group, first, count ? count : w.size(0),
+                   pixels * (static_cast<double>(w.size(1) * w.size(2) * w.size(3)) + kElementwiseCost)});
+  }
+  // A Conv block on its own; a depthwise one follows its input and is not listed.
+  void conv(const std::string& name, ConvImpl& c) {
+    if (c.conv->options.groups() > 1 && !depthwise(c))
+      throw std::runtime_error("prune: " + name + " is a grouped convolution (only depthwise ones can follow a pruning)");
+    if (!depthwise(c)) add(name, c, new_group());
+  }
+  // chain: the group of the bottleneck's input, which a residual add joins.
+  void bottleneck(const std::string& name, BottleneckImpl& b, size_t chain) {
+    conv(name + ".cv1", *b.cv1);
+    if (b.adds_input()) add(name + ".cv2", *b.cv2, chain);
+    else conv(name + ".cv2", *b.cv2);
+  }
+  void c3(const std::string& name, C3Impl& c) {
+    const size_t chain = new_group();  // cv1 and, through the adds, every bottleneck's cv2
+    add(name + ".cv1", *c.cv1, chain);
+    for (size_t k = 0; k < c.bottlenecks.size(); ++k) bottleneck(name + ".m." + std::to_string(k), *c.bottlenecks[k], chain);
+    conv(name + ".cv2", *c.cv2);
+    conv(name + ".cv3", *c.cv3);
+  }
+  // cv1's first part stands alone; its second is the chain the blocks' adds join (a C3k block's
+  // own output does not add).
+  void c2f(const std::string& name, C2fImpl& c) {
+    const std::array<int64_t, 2> h = c.halves();
+    add(name + ".cv1[0]", *c.cv1, new_group(), 0, h[0]);
+    const size_t chain = new_group();
+    add(name + ".cv1[1]", *c.cv1, chain, h[0], h[1]);
+    for (size_t k = 0; k < c.blocks.size(); ++k) {
+      const std::string m = name + ".m." + std::to_string(k);
+      if (auto* b = dynamic_cast<BottleneckImpl*>(c.blocks[k].get())) bottleneck(m, *b, chain);
+      else c3(m, dynamic_cast<C3Impl&>(*c.blocks[k]));
+    }
+    conv(name + ".cv2", *c.cv2);
+  }
+  void c2psa(const std::string& name, C2PSAImpl& c) {
+    add(name + ".cv1[0]", *c.cv1, new_group(), 0, c.halves()[0]);
+    for (size_t k = 0; k < c.m->size(); ++k)
+      conv(name + ".m." + std::to_string(k) + ".ffn.0", *c.m->ptr(k)->as<PSABlockImpl>()->ffn->ptr(0)->as<ConvImpl>());
+    conv(name + ".cv2", *c.cv2);
+  }
+  void sppf(const std::string& name, SPPFImpl& s) {
+    if (s.adds_input()) throw std::runtime_error("prune: " + name + " is an SPPF with a shortcut, which pruning does not support");
+    conv(name + ".cv1", *s.cv1);
+    conv(name + ".cv2", *s.cv2);
+  }
+  // A head branch's Conv blocks (nested chains included); its output convolution is not pruned.
+  void branch(const std::string& name, ChainImpl& chain) {
+    for (const auto& child : chain.named_children()) {
+      if (auto* c = dynamic_cast<ConvImpl*>(child.value().get())) conv(name + "." + child.key(), *c);
+      if (auto* nested = dynamic_cast<ChainImpl*>(child.value().get())) branch(name + "." + child.key(), *nested);
+    }
+  }
+
+ private:
+  size_t groups_ = 0;
+};
+
+}  // namespace
+
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model) {
   if (model.fused()) throw std::runtime_error("prune: the model is fused (no BatchNorm left to judge channels by)");
-  if (model.config().ultralytics)
-    throw std::runtime_error(model.config().name + ": channel pruning and --sparsity cover YOLOv5 models; the prune groups of "
-                             "YOLOv8/YOLO11 (C2f and C3k2 chains, C2PSA, the DFL head) are not built yet");
-  std::vector<PrunableConv> out;
-  size_t groups = 0;
-  // Each layer's output stride (input pixels per output pixel along a side); the convolutions
-  // inside a C3 or SPPF work at their layer's input stride.
+  ConvLister list;
+  // Each layer's output stride; the convolutions inside a block work at their layer's input stride.
   std::vector<double> stride_of;
-  double stride = 1;
-  auto add = [&](const std::string& name, ConvImpl* c, size_t group) {
-    const torch::Tensor& w = c->conv->weight;
-    const double pixels = 1.0 / (stride * stride);
-    out.push_back({name, c, group, pixels * (static_cast<double>(w.size(1) * w.size(2) * w.size(3)) + kElementwiseCost)});
-    groups = std::max(groups, group + 1);
-  };
-  for (size_t i = 0; i + 1 < model.num_layers(); ++i) {
+  const size_t d = model.num_layers() - 1;
+  for (size_t i = 0; i < d; ++i) {
     const auto layer = model.layer(i);
     const std::string name = "model." + std::to_string(i);
     if (!layer_kind(*layer))
-      throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, SPPF, "
-                               "Upsample, Concat and Detect are)");
+      throw std::runtime_error("prune: layer " + std::to_string(i) + " is a kind pruning does not support (Conv, C3, C2f, "
+                               "C3k2, C2PSA, SPPF, Upsample, Concat and the Detect heads are)");
     const int64_t source = model.spec().layers[i].sources.front();  // absolute; -1: the image
-    stride = source < 0 ? 1.0 : stride_of[source];
+    list.stride = source < 0 ? 1.0 : stride_of[source];
     if (auto* c = dynamic_cast<ConvImpl*>(layer.get())) {
-      stride *= static_cast<double>(c->conv->options.stride()->at(0));
-      add(name, c, groups);
+      list.stride *= static_cast<double>(c->conv->options.stride()->at(0));
+      list.conv(name, *c);
     }
-    if (auto* u = dynamic_cast<UpsampleImpl*>(layer.get())) stride /= u->scale();
-    if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) {
-      const size_t chain = groups;  // cv1 and, through the adds, every bottleneck's cv2
-      add(name + ".cv1", c3->cv1.get(), chain);
-      for (size_t k = 0; k < c3->bottlenecks.size(); ++k) {
-        Bottleneck b = c3->bottlenecks[k];  // a handle: its module is not const
-        const std::string m = name + ".m." + std::to_string(k);
-        add(m + ".cv1", b->cv1.get(), groups);
-        add(m + ".cv2", b->cv2.get(), b->adds_input() ? chain : groups);
-      }
-      add(name + ".cv2", c3->cv2.get(), groups);
-      add(name + ".cv3", c3->cv3.get(), groups);
-    }
-    if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) {
-      add(name + ".cv1", s->cv1.get(), groups);
-      add(name + ".cv2", s->cv2.get(), groups);
-    }
-    stride_of.push_back(stride);
+    if (auto* u = dynamic_cast<UpsampleImpl*>(layer.get())) list.stride /= u->scale();
+    if (auto* c3 = dynamic_cast<C3Impl*>(layer.get())) list.c3(name, *c3);
+    if (auto* c2f = dynamic_cast<C2fImpl*>(layer.get())) list.c2f(name, *c2f);
+    if (auto* c2psa = dynamic_cast<C2PSAImpl*>(layer.get())) list.c2psa(name, *c2psa);
+    if (auto* s = dynamic_cast<SPPFImpl*>(layer.get())) list.sppf(name, *s);
+    stride_of.push_back(list.stride);
   }
-  return out;
+  // The anchor-free head's box and class branches, each level at its input's stride.
+  if (auto* head = dynamic_cast<DflDetectImpl*>(model.layer(d).get())) {
+    const auto& sources = model.spec().layers[d].sources;
+    const std::string name = "model." + std::to_string(d);
+    for (size_t level = 0; level < sources.size(); ++level) {
+      list.stride = stride_of[sources[level] < 0 ? d - 1 : sources[level]];
+      list.branch(name + ".cv2." + std::to_string(level), *head->box_branches[level]);
+      list.branch(name + ".cv3." + std::to_string(level), *head->class_branches[level]);
+    }
+  }
+  return list.out;
 }
 
 ChannelChoice choose_channels(const std::vector<PrunableConv>& convs, const PruneOptions& o) {
@@ -263,7 +429,7 @@ PruneResult prune_channels(const DetectionModelImpl& source, const PruneOptions&
   const ChannelChoice choice = choose_channels(convs, o);
   r.threshold = choice.threshold;
   for (size_t i = 0; i < convs.size(); ++i) {
-    const torch::Tensor g = convs[i].conv->bn->weight.detach().abs();
+    const torch::Tensor g = convs[i].gamma().detach().abs();
     r.cuts.push_back({convs[i].name, g.numel(), choice.keep[i].numel(), g.max().item<double>(), g.median().item<double>()});
     r.channels_before += r.cuts.back().before, r.channels_after += r.cuts.back().after;
   }

@@ -1,11 +1,14 @@
-// Channel pruning of a YOLOv5 network (network slimming): the output channels with the smallest
-// BatchNorm scale |gamma| across the whole network are removed, every consumer's input channels
-// with them, respecting the structure: the residual adds of a C3's bottlenecks sum C3.cv1 and each
-// bottleneck's cv2 channel by channel, so those convolutions form a group that loses the same
-// channels (judged by the largest |gamma| of the group's channel), Concat and SPPF concatenate their
-// inputs' channel sets, Upsample passes them on, and the Detect convolutions lose input channels
-// only. A removed channel's output is taken as the constant act(beta) it tends to when gamma -> 0
-// (summed over a residual group), and folded into each consumer (BatchNorm mean, or the Detect
+// Channel pruning (network slimming): the output channels with the smallest BatchNorm scale
+// |gamma| across the whole network are removed, every consumer's input channels with them,
+// respecting the structure. Residual adds sum their inputs channel by channel, so the convolutions
+// whose outputs meet in one (a C3's cv1 and its bottlenecks' cv2; the second half of a C2f/C3k2's
+// cv1 and its bottlenecks' cv2) form a group that loses the same channels, judged by the largest
+// |gamma| of the group's channel. A convolution whose output is split (C2f, C3k2 and C2PSA's cv1)
+// is pruned per part. Concat, SPPF and C2f concatenate channel sets, Upsample passes them on, a
+// depthwise convolution (YOLO11's class branch) follows its input's channels, and the heads' output
+// convolutions lose input channels only. Not pruned: C2PSA's attention stream (its heads fix its
+// width). A removed channel's output is taken as the constant act(beta) it tends to when gamma -> 0
+// (summed over a residual group), and folded into each consumer (BatchNorm mean, or the head's
 // bias), so channels with gamma = 0 leave the network's output unchanged (exactly where their
 // constant is zero).
 #pragma once
@@ -19,13 +22,18 @@
 namespace kestrel {
 
 struct PrunableConv {
-  std::string name;  // module path, e.g. "model.2.cv2"
+  std::string name;  // module path, e.g. "model.2.cv2"; a part of a split output: "model.2.cv1[1]"
   ConvImpl* conv;
   size_t group;      // convolutions with the same group keep the same channels (a residual chain)
+  int64_t first = 0, count = 0;  // the output channels it stands for: all but in a split convolution
   // What one output channel costs a training step, relative to the others: its pixels per input
   // pixel (1 / stride^2) x (multiply-adds per pixel: input channels x kernel area, plus
   // kElementwiseCost for its BatchNorm and activation).
   double channel_cost = 0;
+
+  // This part's rows of a per-output-channel tensor (its BatchNorm's weight, or that weight's gradient).
+  torch::Tensor channels(const torch::Tensor& per_channel) const { return per_channel.narrow(0, first, count); }
+  torch::Tensor gamma() const { return channels(conv->bn->weight); }
 };
 
 // The BatchNorm and SiLU of one output pixel (forward and backward) cost a CPU training step about
@@ -37,8 +45,8 @@ constexpr double kElementwiseCost = 200;
 
 // The Conv blocks whose output channels may be removed, in layer order, with groups numbered from 0
 // in order of first appearance. Throws std::runtime_error naming the layer for a model with layers
-// pruning does not support (anything besides Conv, C3, SPPF, Upsample, Concat and Detect) or a fused
-// model (no BatchNorm to judge channels by).
+// pruning does not support (anything besides Conv, C3, C2f/C3k2, C2PSA, SPPF, Upsample, Concat and
+// the two Detect heads) or a fused model (no BatchNorm to judge channels by).
 std::vector<PrunableConv> prunable_convs(DetectionModelImpl& model);
 
 struct PruneOptions {

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <set>
 
 namespace kestrel {
 
@@ -75,12 +76,14 @@ void DetectionModelImpl::build() {
 }
 
 // Cuts the tensors a pruning cut to their recorded shapes, keeping the leading part of each freshly
-// initialised tensor (ones, zeros or random draws as the layer made them). A Detect convolution
-// keeps its own output count: a pruned model fine-tuned on data of another class count has other
-// outputs, the pruned inputs all the same.
+// initialised tensor (ones, zeros or random draws as the layer made them). The head's output
+// convolutions keep their own output count: a pruned model fine-tuned on data of another class
+// count has other outputs, the pruned inputs all the same.
 void DetectionModelImpl::apply_pruned_shapes() {
   if (cfg_.pruned_shapes.empty()) return;
-  const std::string detect_prefix = "model." + std::to_string(layers_.size()) + ".";
+  std::set<const c10::TensorImpl*> head_outputs;
+  for (const torch::nn::Conv2d& c : head_->output_convs())
+    for (const torch::Tensor& t : {c->weight, c->bias}) head_outputs.insert(t.unsafeGetTensorImpl());
   torch::NoGradGuard no_grad;
   auto cut = [&](const std::string& name, torch::Tensor& t) {
     const auto it = cfg_.pruned_shapes.find(name);
@@ -89,7 +92,7 @@ void DetectionModelImpl::apply_pruned_shapes() {
     if (shape.size() != static_cast<size_t>(t.dim()))
       throw std::runtime_error("pruned shape of " + name + " has " + std::to_string(shape.size()) + " dimensions, the layer " +
                                std::to_string(t.dim()));
-    if (name.rfind(detect_prefix, 0) == 0) shape[0] = t.size(0);
+    if (head_outputs.count(t.unsafeGetTensorImpl())) shape[0] = t.size(0);
     torch::Tensor v = t;
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (shape[d] > t.size(d)) throw std::runtime_error("pruned shape of " + name + " is larger than the layer");
@@ -99,6 +102,8 @@ void DetectionModelImpl::apply_pruned_shapes() {
   };
   for (auto& p : named_parameters()) cut(p.key(), p.value());
   for (auto& b : named_buffers()) cut(b.key(), b.value());
+  for (const auto& m : modules(/*include_self=*/false))
+    if (auto* conv = dynamic_cast<torch::nn::Conv2dImpl*>(m.get())) fit_options_to_weight(*conv);
 }
 
 // initialize_weights(): every BatchNorm gets eps 1e-3 and momentum 0.03.

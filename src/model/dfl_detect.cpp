@@ -69,6 +69,12 @@ DflDetectImpl::DflDetectImpl(const DflDetectArgs& a) : reg_max(a.reg_max) {
   dfl = register_module("dfl", Dfl(reg_max));
 }
 
+std::vector<torch::nn::Conv2d> DflDetectImpl::output_convs() const {
+  std::vector<torch::nn::Conv2d> out = box_outputs;
+  out.insert(out.end(), class_outputs.begin(), class_outputs.end());
+  return out;
+}
+
 std::vector<torch::Tensor> DflDetectImpl::forward(torch::ArrayRef<torch::Tensor> inputs) {
   std::vector<torch::Tensor> out;
   out.reserve(nl);

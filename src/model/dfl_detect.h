@@ -31,6 +31,7 @@ class DflDetectImpl : public DetectHeadImpl {
   void set_strides(const std::vector<double>& strides) override;
   // bias_init(): box bins 2.0, class logits log(5 / nc / (640 / stride)^2).
   void initialize_biases() override;
+  std::vector<torch::nn::Conv2d> output_convs() const override;
 
   int64_t reg_max;
   torch::nn::ModuleList cv2{nullptr}, cv3{nullptr};  // per level: box branch, class branch

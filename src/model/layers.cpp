@@ -279,6 +279,12 @@ std::shared_ptr<LayerImpl> make_one(const LayerSpec& spec) {
 
 }  // namespace
 
+void fit_options_to_weight(torch::nn::Conv2dImpl& conv) {
+  auto& o = conv.options;
+  const int64_t out = conv.weight.size(0), groups = o.groups() == 1 ? 1 : out / (o.out_channels() / o.groups());
+  o.groups(groups).out_channels(out).in_channels(conv.weight.size(1) * groups);
+}
+
 std::shared_ptr<LayerImpl> make_layer(const LayerSpec& spec) {
   if (spec.repeats == 1) return make_one(spec);
   std::vector<std::shared_ptr<LayerImpl>> copies;

@@ -170,6 +170,8 @@ class DetectHeadImpl : public torch::nn::Module {
   virtual void set_strides(const std::vector<double>& strides) = 0;
   // The bias priors each family starts its head from.
   virtual void initialize_biases() = 0;
+  // The biased convolutions that give the head's outputs (their channel counts follow the classes).
+  virtual std::vector<torch::nn::Conv2d> output_convs() const = 0;
   const std::vector<double>& strides() const { return strides_; }
 
   int64_t nc = 0, no = 0, nl = 0;  // classes, outputs per cell (and anchor), levels
@@ -194,6 +196,7 @@ class DetectImpl : public DetectHeadImpl {
   // YOLOv5's _initialize_biases (cf=None): objectness prior of 8 objects per 640 image, class
   // prior 0.6/(nc-0.99).
   void initialize_biases() override;
+  std::vector<torch::nn::Conv2d> output_convs() const override { return convs; }
 
   int64_t na;
   torch::Tensor anchors;  // buffer [nl, na, 2]: pixels until set_strides, then grid units
@@ -204,6 +207,10 @@ class DetectImpl : public DetectHeadImpl {
   void order_and_scale_anchors();  // check_anchor_order on pixel anchors, then anchors /= stride
 };
 TORCH_MODULE(Detect);
+
+// Sets a convolution's channel and group counts from its weight after a pruning cut it
+// ([out, in / groups, k, k]): each group keeps the outputs it had, so a depthwise one stays depthwise.
+void fit_options_to_weight(torch::nn::Conv2dImpl& conv);
 
 // Builds the layer a resolved row describes (all but Detect); repeats > 1 gives a Repeat.
 std::shared_ptr<LayerImpl> make_layer(const LayerSpec& spec);

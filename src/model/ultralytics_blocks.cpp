@@ -31,8 +31,17 @@ C2fImpl::C2fImpl(const C2fArgs& a) : c(static_cast<int64_t>(static_cast<double>(
   }
 }
 
+std::array<int64_t, 2> C2fImpl::halves() const {
+  const LayerImpl& first = *blocks.front();
+  const auto* bottleneck = dynamic_cast<const BottleneckImpl*>(&first);
+  const ConvImpl& entry = bottleneck ? *bottleneck->cv1 : *dynamic_cast<const C3Impl&>(first).cv1;
+  const int64_t b = entry.conv->weight.size(1);
+  return {cv1->conv->weight.size(0) - b, b};
+}
+
 torch::Tensor C2fImpl::forward(const torch::Tensor& x) {
-  std::vector<torch::Tensor> y = cv1(x).chunk(2, 1);
+  const std::array<int64_t, 2> h = halves();
+  std::vector<torch::Tensor> y = cv1(x).split_with_sizes({h[0], h[1]}, 1);
   for (auto& block : blocks) y.push_back(block->run(y.back()));
   return cv2(torch::cat(y, 1));
 }
@@ -74,7 +83,8 @@ C2PSAImpl::C2PSAImpl(const C2PSAArgs& a) : c(static_cast<int64_t>(static_cast<do
 }
 
 torch::Tensor C2PSAImpl::forward(const torch::Tensor& x) {
-  const std::vector<torch::Tensor> ab = cv1(x).split(c, 1);
+  const std::array<int64_t, 2> h = halves();
+  const std::vector<torch::Tensor> ab = cv1(x).split_with_sizes({h[0], h[1]}, 1);
   return cv2(torch::cat({ab[0], m->forward(ab[1])}, 1));
 }
 

@@ -2,6 +2,8 @@
 // pinned version): C2f and C3k2 (one module, its blocks differ), and C2PSA with its attention
 // block. Submodule names follow Ultralytics' attributes, so state-dict keys match one for one.
 #pragma once
+#include <array>
+
 #include "model/layers.h"
 
 namespace kestrel {
@@ -13,6 +15,9 @@ class C2fImpl : public LayerImpl {
   explicit C2fImpl(const C2fArgs& args);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+  // The widths of cv1's two parts (a, b): c each as built; a pruning cuts each on its own, and b
+  // is what the first block takes.
+  std::array<int64_t, 2> halves() const;
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::ModuleList m{nullptr};
@@ -51,6 +56,8 @@ class C2PSAImpl : public LayerImpl {
   explicit C2PSAImpl(const C2PSAArgs& args);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor run(torch::ArrayRef<torch::Tensor> in) override { return forward(in[0]); }
+  // The widths of cv1's two parts (a, b): b is the attention blocks' c, a what a pruning left of c.
+  std::array<int64_t, 2> halves() const { return {cv1->conv->weight.size(0) - c, c}; }
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::Sequential m{nullptr};

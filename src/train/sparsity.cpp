@@ -30,23 +30,21 @@ std::string prune_flags(const PruneOptions& p) {
 }
 
 SparsityTraining::SparsityTraining(DetectionModelImpl& model, double strength, bool decay, int epochs, const PruneOptions& target)
-    : convs_(prunable_convs(model)), target_(target), strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {
-  for (const PrunableConv& p : convs_) gammas_.push_back(p.conv->bn->weight);
-}
+    : convs_(prunable_convs(model)), target_(target), strength_(strength), decay_(decay), epochs_(std::max(1, epochs)) {}
 
 std::vector<torch::Tensor> SparsityTraining::target_masks() const {
   const ChannelChoice choice = choose_channels(convs_, target_);
   std::vector<torch::Tensor> masks;
-  for (size_t i = 0; i < gammas_.size(); ++i)
-    masks.push_back(torch::ones({gammas_[i].numel()}, torch::kBool).index_fill_(0, choice.keep[i], false));
+  for (size_t i = 0; i < convs_.size(); ++i)
+    masks.push_back(torch::ones({convs_[i].count}, torch::kBool).index_fill_(0, choice.keep[i], false));
   return masks;
 }
 
 torch::Tensor SparsityTraining::target_gammas() const {
   const std::vector<torch::Tensor> masks = target_masks();
   std::vector<torch::Tensor> removed;
-  for (size_t i = 0; i < gammas_.size(); ++i)
-    removed.push_back(gammas_[i].detach().abs().cpu().to(torch::kDouble).masked_select(masks[i]));
+  for (size_t i = 0; i < convs_.size(); ++i)
+    removed.push_back(convs_[i].gamma().detach().abs().cpu().to(torch::kDouble).masked_select(masks[i]));
   return torch::cat(removed);
 }
 
@@ -57,7 +55,7 @@ double SparsityTraining::start_epoch() {
   const std::vector<torch::Tensor> masks = target_masks();
   for (size_t i = 0; i < masks.size(); ++i) {
     penalized += masks[i].sum().item<int64_t>(), all += masks[i].numel();
-    masks_.push_back(masks[i].to(gammas_[i].options()));  // 1 / 0 in the gradient's dtype and device
+    masks_.push_back(masks[i].to(convs_[i].conv->bn->weight.options()));  // 1 / 0 in the gradient's dtype and device
   }
   return static_cast<double>(penalized) / std::max<int64_t>(1, all);
 }
@@ -69,13 +67,15 @@ double SparsityTraining::strength_at(int epoch) const {
 void SparsityTraining::add_penalty(int epoch, double grad_scale) {
   torch::NoGradGuard no_grad;
   const double s = strength_at(epoch) * grad_scale;
-  for (size_t i = 0; i < gammas_.size(); ++i) {
-    torch::Tensor& g = gammas_[i];
-    if (!g.grad().defined()) continue;  // frozen
+  for (size_t i = 0; i < convs_.size(); ++i) {
+    const PrunableConv& p = convs_[i];
+    torch::Tensor& weight = p.conv->bn->weight;
+    if (!weight.grad().defined()) continue;  // frozen
+    const torch::Tensor grad = p.channels(weight.mutable_grad()), sign = torch::sign(p.gamma());
     if (masks_.empty())
-      g.mutable_grad().add_(torch::sign(g), s);
+      grad.add_(sign, s);
     else
-      g.mutable_grad().addcmul_(torch::sign(g), masks_[i], s);
+      grad.addcmul_(sign, masks_[i], s);
   }
 }
 
@@ -100,7 +100,8 @@ int SparsityTraining::recalibrate(DetectionModelImpl& model, Precision precision
 
 double SparsityTraining::share_below(double threshold) const {
   int64_t below = 0, all = 0;
-  for (const torch::Tensor& g : gammas_) {
+  for (const PrunableConv& p : convs_) {
+    const torch::Tensor g = p.gamma();
     below += (g.detach().abs() < threshold).sum().item<int64_t>();
     all += g.numel();
   }
@@ -158,8 +159,8 @@ std::string SparsityTraining::target_report(int epochs, int batches_per_epoch) c
 void SparsityTraining::record_epoch(int epoch) {
   std::vector<double> bins(kBins, 0.0);
   int64_t all = 0;
-  for (const torch::Tensor& g : gammas_) {
-    const torch::Tensor a = g.detach().abs().to(torch::kDouble).cpu().contiguous();
+  for (const PrunableConv& p : convs_) {
+    const torch::Tensor a = p.gamma().detach().abs().to(torch::kDouble).cpu().contiguous();
     const double* v = a.data_ptr<double>();
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double l = v[i] > 0 ? std::log10(v[i]) : kLogLo;

@@ -86,7 +86,6 @@ class SparsityTraining {
   torch::Tensor target_gammas() const;
 
   std::vector<PrunableConv> convs_;
-  std::vector<torch::Tensor> gammas_;
   std::vector<torch::Tensor> masks_;  // with a target: 1 for a penalized channel, else 0
   PruneOptions target_;
   double strength_ = 0;

@@ -163,8 +163,22 @@ TEST_F(Journey, Yolov8nAndYolo11nOnFiveAndTwoClasses) {
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   EXPECT_TRUE(exported.has("output shape (1, 6, 126)")) << exported.output;  // 4 + 2 classes x (8x12 + 4x6 + 2x3) cells
   EXPECT_TRUE(exported.has("dnn reads it")) << exported.output;
-  expect_clear_error(run_kestrel({"prune", "--weights", best("v11"), "--data", two, "--img", "64"}, root_),
-                     "channel pruning and --sparsity cover YOLOv5 models");
+
+  // Pruned as a YOLOv5 model is (C3k2 halves apart, C2PSA, the head's branches), exported with its
+  // cut widths, then sparsity-trained onto 5 classes.
+  const CommandResult pruned = run_kestrel({"prune", "--weights", best("v11"), "--ratio", "0.3", "--data", two, "--img", "64",
+                                            "--batch", "4", "--amp", "off", "--workers", "1", "--project", runs() + "/prune",
+                                            "--name", "v11", "--exist-ok"},
+                                           root_);
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.output;
+  EXPECT_TRUE(pruned.has("after: ")) << pruned.output;
+  const std::string pt = runs() + "/prune/v11/weights/pruned.pt";
+  const CommandResult pruned_onnx = run_kestrel({"export", "--weights", pt, "--imgsz", "64"}, root_);
+  EXPECT_TRUE(pruned_onnx.has("dnn reads it")) << pruned_onnx.output;
+  const CommandResult sparse = train(five, "v11five", {"--weights", pt, "--sparsity", "0.001"});
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.output;
+  EXPECT_TRUE(sparse.has("Overriding model.yaml nc=2 with nc=5")) << sparse.output;
+  EXPECT_TRUE(sparse.has("BN sparsity: 0.001 x sign(gamma)")) << sparse.output;
 }
 
 // profile and tune run Ultralytics' models through the same trainer: the family's loss columns, its

@@ -13,7 +13,9 @@
 #include "data/index/label_index.h"
 #include "export/onnx_export.h"
 #include "export/opencv_onnx.h"
+#include "model/channel_prune.h"
 #include "model/model_config.h"
+#include "model/ultralytics_blocks.h"
 #include "model/weights.h"
 #include "test_support.h"
 #include "val/detect.h"
@@ -111,6 +113,28 @@ TEST(OnnxExport, BuiltInUltralyticsModelsOfThreeClassesMatchKestrel) {
     ASSERT_EQ(got.sizes(), ours.sizes()) << name;
     EXPECT_LT(largest_relative_difference(got, ours.contiguous()), 1e-4) << name;
     EXPECT_GT(ours.select(1, 2).max().item<float>(), 10.f) << name;  // widths in pixels
+  }
+}
+
+// A pruned model exports with its cut widths: C2f/C3k2 halves of different sizes, YOLO11's
+// narrower depthwise steps.
+TEST(OnnxExport, PrunedUltralyticsModelsMatchKestrel) {
+  for (const std::string name : {"yolov8n.yaml", "yolo11n.yaml"}) {
+    torch::manual_seed(6);
+    DetectionModel model(load_model_config(name), 3);
+    for (auto& p : model->named_parameters())
+      if (p.key().find("bn.weight") != std::string::npos) p.value().data().uniform_(0.1, 1.0);
+    const std::shared_ptr<DetectionModelImpl> pruned = prune_channels(*model, PruneOptions{}).model;
+    int uneven = 0;
+    for (size_t i = 0; i < pruned->num_layers(); ++i)
+      if (const auto* c2f = dynamic_cast<const C2fImpl*>(pruned->layer(i).get())) uneven += c2f->halves()[0] != c2f->halves()[1];
+    EXPECT_GT(uneven, 0) << name;
+    prepare_for_inference(*pruned, torch::kCPU);
+    OpenCvOnnxModel theirs = write_and_read(export_onnx(*pruned, 128, 192), "pruned_" + name);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor images = torch::rand({1, 3, 128, 192});
+    const torch::Tensor ours = pruned->decode(pruned->forward(images)).transpose(1, 2).contiguous();
+    EXPECT_LT(largest_relative_difference(theirs.forward(images), ours), 1e-4) << name;
   }
 }
 

@@ -1,6 +1,7 @@
 // Channel pruning: channels made exactly constant by hand (gamma = 0, beta = 0) are removed without
 // changing the network's output; the pruned architecture is consistent (it runs, every layer keeps
-// what the channel lists say) and survives a checkpoint round trip and a change of class count.
+// what the channel lists say) and survives a checkpoint round trip and a change of class count. The
+// same for Ultralytics' models: C2f/C3k2 halves pruned apart, C2PSA, the DFL head's depthwise steps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,26 +11,30 @@
 #include "model/channel_prune.h"
 #include "model/checkpoint.h"
 #include "model/model_config.h"
+#include "model/ultralytics_blocks.h"
 #include "model/weights.h"
 #include "test_support.h"
 
 namespace kestrel {
 namespace {
 
-// yolov5n with realistic BatchNorm statistics and about dead_share of every prunable layer's
-// channels dead (the same ones across a residual group: dead in every member).
-DetectionModel model_with_dead_channels(double dead_share, bool zero_beta = true) {
+// A model (yolov5n unless named) with realistic BatchNorm statistics and about dead_share of every
+// prunable layer's channels dead (the same ones across a residual group: dead in every member);
+// with whole_first_parts, none in the first part of a split output (C2f's a), so the parts differ.
+DetectionModel model_with_dead_channels(double dead_share, bool zero_beta = true, const std::string& yaml = "yolov5n.yaml",
+                                        bool whole_first_parts = false) {
   torch::manual_seed(3);
-  DetectionModel m(load_model_config("yolov5n.yaml"), 3);
+  DetectionModel m(load_model_config(yaml), 3);
   torch::NoGradGuard no_grad;
   m->train();
   for (int i = 0; i < 3; ++i) m->forward(torch::rand({2, 3, 64, 64}));  // running statistics away from 0/1
   std::map<size_t, torch::Tensor> dead_of_group;
   for (const PrunableConv& p : prunable_convs(*m)) {
-    torch::Tensor g = p.conv->bn->weight, b = p.conv->bn->bias;
+    torch::Tensor g = p.gamma(), b = p.channels(p.conv->bn->bias);
     g.uniform_(0.2, 1.5), b.uniform_(-0.5, 0.5);
     torch::Tensor& dead = dead_of_group[p.group];
-    if (!dead.defined()) dead = torch::rand({g.numel()}) < dead_share;
+    const bool spared = whole_first_parts && p.name.size() > 3 && p.name.compare(p.name.size() - 3, 3, "[0]") == 0;
+    if (!dead.defined()) dead = torch::rand({g.numel()}) < (spared ? 0.0 : dead_share);
     g.masked_fill_(dead, 0.0);
     if (zero_beta) b.masked_fill_(dead, 0.0);
   }
@@ -245,6 +250,96 @@ TEST(ChannelPrune, PrunedCheckpointLoadsAndFineTunesOnOtherClasses) {
   EXPECT_EQ(five.total - five.transferred, 6u);  // the Detect convolutions' weights and biases
   EXPECT_EQ(five.model->forward(x)[0].size(-1), 10);
   EXPECT_LT(parameter_count(*five.model), parameter_count(*DetectionModel(load_model_config("yolov5n.yaml"), 5)));
+}
+
+// YOLO11's prune groups: a C3k2's cv1 is pruned per half, the second half chained to its
+// bottlenecks' adds (alone before a C3k block, whose own cv1 chains its bottlenecks); C2PSA's
+// attention stream and the head's depthwise steps are not listed.
+TEST(ChannelPrune, UltralyticsGroupsFollowSplitsChainsAndDepthwiseSteps) {
+  DetectionModel m(load_model_config("yolo11n.yaml"), 80);
+  const std::vector<PrunableConv> convs = prunable_convs(*m);
+  std::map<std::string, const PrunableConv*> by_name;
+  std::map<size_t, int> members;
+  for (const PrunableConv& p : convs) by_name[p.name] = &p, ++members[p.group];
+  ASSERT_EQ(by_name.size(), convs.size());
+  const PrunableConv &a = *by_name.at("model.2.cv1[0]"), &b = *by_name.at("model.2.cv1[1]");
+  EXPECT_EQ(a.conv, b.conv);
+  EXPECT_EQ(a.first, 0);
+  EXPECT_EQ(b.first, a.count);
+  EXPECT_EQ(a.count + b.count, a.conv->conv->weight.size(0));
+  EXPECT_EQ(members[a.group], 1);
+  EXPECT_EQ(b.group, by_name.at("model.2.m.0.cv2")->group);  // a Bottleneck block adds its input
+  EXPECT_EQ(members[b.group], 2);
+  EXPECT_EQ(members[by_name.at("model.6.cv1[1]")->group], 1);  // feeds a C3k block
+  EXPECT_EQ(by_name.at("model.6.m.0.cv1")->group, by_name.at("model.6.m.0.m.0.cv2")->group);
+  EXPECT_EQ(members[by_name.at("model.6.m.0.cv3")->group], 1);
+  for (const char* name : {"model.10.cv1[0]", "model.10.m.0.ffn.0", "model.10.cv2", "model.23.cv2.0.0", "model.23.cv2.2.1",
+                           "model.23.cv3.1.0.1", "model.23.cv3.1.1.1"})
+    EXPECT_EQ(by_name.count(name), 1u) << name;
+  for (const char* name : {"model.10.cv1[1]", "model.10.m.0.attn.qkv", "model.10.m.0.attn.proj", "model.10.m.0.ffn.1",
+                           "model.23.cv3.1.0.0", "model.23.cv3.1.1.0"})
+    EXPECT_EQ(by_name.count(name), 0u) << name;
+  // A head convolution costs at its level's stride: 3x3 over layer 19's 128 channels at stride 16.
+  EXPECT_DOUBLE_EQ(by_name.at("model.23.cv2.1.0")->channel_cost, (128 * 9 + kElementwiseCost) / 256);
+}
+
+class UltralyticsPrune : public ::testing::TestWithParam<const char*> {};
+
+// Only dead channels go (gamma = beta = 0; a first part of a split keeps all, so the halves part
+// ways): the outputs stay, and the pruned architecture round-trips a checkpoint and takes 5 classes.
+TEST_P(UltralyticsPrune, DeadChannelsGoAndThePrunedModelRebuilds) {
+  DetectionModel m = model_with_dead_channels(0.4, /*zero_beta=*/true, GetParam(), /*whole_first_parts=*/true);
+  PruneOptions o;
+  o.ratio = 0.3;
+  PruneResult r = prune_channels(*m, o);
+  EXPECT_EQ(r.threshold, 0.0);
+  EXPECT_LT(parameter_count(*r.model), parameter_count(*m));
+  int c2f_layers = 0, uneven = 0;
+  for (size_t i = 0; i < r.model->num_layers(); ++i)
+    if (const auto* c2f = dynamic_cast<const C2fImpl*>(r.model->layer(i).get()))
+      ++c2f_layers, uneven += c2f->halves()[0] != c2f->halves()[1];
+  EXPECT_EQ(uneven > 0, c2f_layers > 0);
+  torch::NoGradGuard no_grad;
+  r.model->eval();
+  const torch::Tensor x = torch::rand({2, 3, 96, 128});
+  const std::vector<torch::Tensor> a = m->forward(x), b = r.model->forward(x);
+  // Logits up to about 8 differ by an ulp or two (1e-6); YOLO11's depthwise steps given no constant moved them by 7e-5.
+  for (size_t level = 0; level < a.size(); ++level) EXPECT_LT((a[level] - b[level]).abs().max().item<double>(), 4e-6) << level;
+
+  CheckpointMeta meta;
+  meta.model_yaml = r.model->config().text;
+  meta.pruned_shapes = r.model->config().pruned_shapes;
+  meta.nc = 3;
+  meta.names = {"a", "b", "c"};
+  meta.train_options = nlohmann::json::object();
+  const std::string path = test::temp_dir("prune_ckpt_ultralytics") + "/pruned.pt";
+  save_checkpoint(path, meta, *r.model, nullptr, nullptr);
+  BuiltModel same = build_model("", path, 0);
+  EXPECT_EQ(same.transferred, same.total);
+  same.model->eval();
+  EXPECT_TRUE(torch::allclose(same.model->forward(x)[0], b[0]));
+  BuiltModel five = build_model("", path, 5);
+  EXPECT_EQ(five.total - five.transferred, 6u);  // the class outputs' weights and biases
+  EXPECT_EQ(five.model->forward(x)[0].size(1), 4 * 16 + 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, UltralyticsPrune, ::testing::Values("yolov8n.yaml", "yolo11n.yaml", "yolov5nu.yaml"));
+
+// Dead channels with beta != 0 through YOLOv8's C2f chains (their adds sum the constants) and the
+// head: folded into the consumers, the output is unchanged away from the borders.
+TEST(ChannelPrune, Yolov8ConstantChannelsAreFoldedThroughTheChains) {
+  DetectionModel m = model_with_dead_channels(0.4, /*zero_beta=*/false, "yolov8n.yaml", /*whole_first_parts=*/true);
+  PruneOptions o;
+  o.ratio = 0.3;
+  const PruneResult r = prune_channels(*m, o);
+  EXPECT_LT(cut_named(r, "model.6.cv1[1]").after, cut_named(r, "model.6.cv1[1]").before);  // a chain of 2 bottlenecks
+  torch::NoGradGuard no_grad;
+  r.model->eval();
+  const torch::Tensor x = torch::rand({1, 3, 256, 256});
+  const torch::Tensor a = m->forward(x)[0], b = r.model->forward(x)[0];  // stride 8: 32 x 32 cells
+  const torch::Tensor ai = a.slice(2, 12, 20).slice(3, 12, 20), bi = b.slice(2, 12, 20).slice(3, 12, 20);
+  // Logits up to 8.4 differ by 1e-6 (an ulp); the chains' constants left unsummed moved them by 1.3e-5.
+  EXPECT_LT((ai - bi).abs().max().item<double>(), 4e-6);
 }
 
 TEST(ChannelPrune, RecalibrationAveragesTheBatchesStatistics) {

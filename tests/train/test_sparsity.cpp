@@ -1,5 +1,5 @@
 // BN-sparsity training: the penalty's gradient is S * sign(gamma) on the prunable BatchNorm scales
-// only (scaled like the gradients under fp16), decays when asked, the |gamma| records add up, and
+// only (scaled like the gradients under fp16; per part of a split convolution), decays when asked, the |gamma| records add up, and
 // the epoch's last batches re-estimate the BatchNorm statistics.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,6 +9,7 @@
 
 #include "model/channel_prune.h"
 #include "model/model_config.h"
+#include "model/ultralytics_blocks.h"
 #include "test_support.h"
 #include "train/sparsity.h"
 
@@ -32,6 +33,21 @@ TEST(Sparsity, PenaltyIsStrengthTimesSignOnPrunableGammasOnly) {
       EXPECT_EQ(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
   EXPECT_DOUBLE_EQ(SparsityTraining(*m, 1e-3, true, 10).strength_at(5), 1e-3 * 0.55);
   EXPECT_DOUBLE_EQ(SparsityTraining(*m, 1e-3, true, 10).strength_at(10), 1e-4);
+}
+
+// A split convolution is penalized per listed part: C2PSA's attention half keeps its scale, both
+// halves of a C3k2's cv1 are pulled.
+TEST(Sparsity, SplitConvolutionsArePenalizedPerPart) {
+  DetectionModel m(load_model_config("yolo11n.yaml"), 3);
+  for (auto& p : m->parameters()) p.mutable_grad() = torch::zeros_like(p);
+  SparsityTraining(*m, 1e-3, /*decay=*/false, 10).add_penalty(0, /*grad_scale=*/1.0);
+  const auto& c2psa = dynamic_cast<const C2PSAImpl&>(*m->layer(10));
+  const torch::Tensor grad = c2psa.cv1->bn->weight.grad();
+  const int64_t a = c2psa.halves()[0];
+  EXPECT_TRUE(torch::allclose(grad.narrow(0, 0, a), torch::full({a}, 1e-3)));
+  EXPECT_EQ(grad.narrow(0, a, grad.numel() - a).abs().sum().item<double>(), 0.0);
+  const torch::Tensor both = dynamic_cast<const C2fImpl&>(*m->layer(2)).cv1->bn->weight.grad();
+  EXPECT_TRUE(torch::allclose(both, torch::full_like(both, 1e-3)));
 }
 
 // The target is the prune the run's flags describe, whatever its ranking.
