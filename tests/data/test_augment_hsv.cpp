@@ -1,4 +1,5 @@
-// augment_hsv against YOLOv5's recorded gains, tables and pixels (augment_hsv.json): exact with OpenCV 4.6.
+// augment_hsv against YOLOv5's recorded gains, tables and pixels (augment_hsv.json): exact with OpenCV 4.6;
+// with the hue shifted, against Ultralytics' RandomHSV on the same images (ultralytics/augment_hsv.json).
 // The fused kernel (augment_hsv_fast) against the exact path: over every colour on a grid and YOLOv5's
 // recorded cases, with the number of differing values printed and bounded.
 #include <opencv2/imgproc.hpp>
@@ -43,7 +44,7 @@ TEST(AugmentHsv, GainsAndTablesMatchYolov5) {
     }
     ASSERT_TRUE(g.active);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(g.r[i], c.at("r")[i].get<double>()) << "r" << i;
-    const HsvLuts luts = hsv_luts(g.r);
+    const HsvLuts luts = hsv_luts(g);
     const auto& l = c.at("luts");
     const auto hue = test::json_doubles(l.at("lut_hue")), sat = test::json_doubles(l.at("lut_sat")),
                val = test::json_doubles(l.at("lut_val"));
@@ -87,6 +88,29 @@ TEST(AugmentHsv, PixelsMatchYolov5Exactly) {
   }
 }
 
+// Ultralytics moves the hue by u0 x hgain x 180 (wrapping below 0 and above 179) where YOLOv5 scales
+// it; the saturation and value tables are YOLOv5's.
+TEST(AugmentHsv, ShiftedHuePixelsMatchUltralyticsExactly) {
+  const nlohmann::json& ultralytics = test::reference("ultralytics/augment_hsv.json");
+  for (const auto& c : ultralytics.at("cases")) {
+    const std::string name = c.at("name");
+    const auto gain = c.at("hgain_sgain_vgain").get<std::vector<double>>();
+    const auto u = c.at("u").get<std::vector<double>>();
+    const HsvGains g = hsv_gains_from_u(u.data(), gain[0], gain[1], gain[2], /*shift_hue=*/true);
+    for (const auto& [image_name, expected] : c.at("images").items()) {
+      SCOPED_TRACE(name + " / " + image_name);
+      const cv::Mat in = image_input(image_name), want = json_image(expected);
+      cv::Mat whole = in.clone(), strips = in.clone(), fused = in.clone();
+      augment_hsv(whole, g);
+      augment_hsv_strips(strips, g);
+      augment_hsv_fast(fused, g);
+      EXPECT_EQ(cv::norm(whole, want, cv::NORM_INF), 0) << "augment_hsv";
+      EXPECT_EQ(cv::norm(strips, want, cv::NORM_INF), 0) << "augment_hsv_strips";
+      EXPECT_LE(cv::norm(fused, want, cv::NORM_INF), 1) << "augment_hsv_fast";  // 16-wide rows: OpenCV's scalar tail
+    }
+  }
+}
+
 TEST(AugmentHsv, DrawsOnlyWithNonZeroGains) {
   Hyp hyp;
   SampleRng a(1, 2, 3), b(1, 2, 3);
@@ -111,7 +135,8 @@ TEST(AugmentHsvFast, FloatQuotientsReproduceOpenCvsReciprocalTables) {
           << n << " / " << d;
 }
 
-// Every colour on a grid of step 3 (636056 pixels), under identity, weak, strong and extreme gains.
+// Every colour on a grid of step 3 (636056 pixels), under identity, weak, strong and extreme gains, the
+// hue scaled and shifted.
 TEST(AugmentHsvFast, AgreesWithOpenCvOnAlmostEveryValue) {
   if (!hsv_fast_kernel_available()) GTEST_SKIP() << "no AVX2 here: augment_hsv_fast runs the exact path";
   std::vector<cv::Vec3b> colours;
@@ -122,19 +147,20 @@ TEST(AugmentHsvFast, AgreesWithOpenCvOnAlmostEveryValue) {
   for (size_t i = 0; colours.size() % 640 != 0; ++i) colours.push_back(colours[i]);
   const cv::Mat grid = cv::Mat(1, static_cast<int>(colours.size()), CV_8UC3, colours.data()).reshape(3, int(colours.size() / 640));
   const double cases[][3] = {{0, 0, 0}, {0.3, -0.5, 0.2}, {-1, -1, -1}, {1, 1, 1}, {0.7, 0.9, -0.8}};
-  for (const auto& u : cases) {
-    const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4);
-    cv::Mat exact = grid.clone(), fused = grid.clone();
-    augment_hsv(exact, g);
-    augment_hsv_fast(fused, g);
-    cv::Mat diff;
-    cv::absdiff(exact, fused, diff);
-    const int differing = cv::countNonZero(diff.reshape(1));
-    std::printf("gains (%.3f, %.3f, %.3f): %d of %zu values differ, max %g\n", g.r[0], g.r[1], g.r[2], differing,
-                diff.total() * 3, cv::norm(diff, cv::NORM_INF));
-    EXPECT_LE(cv::norm(diff, cv::NORM_INF), 1);
-    EXPECT_LT(differing, 100) << "more than ~1 in 20000 values";
-  }
+  for (const bool shift_hue : {false, true})  // YOLOv5's scaled hue, Ultralytics' shifted one
+    for (const auto& u : cases) {
+      const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4, shift_hue);
+      cv::Mat exact = grid.clone(), fused = grid.clone();
+      augment_hsv(exact, g);
+      augment_hsv_fast(fused, g);
+      cv::Mat diff;
+      cv::absdiff(exact, fused, diff);
+      const int differing = cv::countNonZero(diff.reshape(1));
+      std::printf("gains (%.3f, %.3f, %.3f)%s: %d of %zu values differ, max %g\n", g.r[0], g.r[1], g.r[2],
+                  shift_hue ? ", hue shifted" : "", differing, diff.total() * 3, cv::norm(diff, cv::NORM_INF));
+      EXPECT_LE(cv::norm(diff, cv::NORM_INF), 1);
+      EXPECT_LT(differing, 100) << "more than ~1 in 20000 values";
+    }
 }
 
 TEST(AugmentHsvFast, HandlesEveryWidthAndFallsBackForLargeHueGains) {

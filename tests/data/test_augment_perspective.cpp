@@ -1,5 +1,6 @@
 // random_perspective and box_candidates against YOLOv5's recorded draws and results
-// (augment_perspective.json, box_candidates of boxes_letterbox_candidates.json).
+// (augment_perspective.json, box_candidates of boxes_letterbox_candidates.json), and in float32
+// against Ultralytics' RandomPerspective (ultralytics/augment_perspective.json).
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -107,6 +108,50 @@ TEST(AugmentPerspective, DrawsMatrixBoxesAndPixelsMatchYolov5) {
         if (ud) cv::flip(want_img, want_img, 0);
         EXPECT_EQ(cv::norm(direct, want_img, cv::NORM_INF), 0) << "warp_affine_pieces, flips " << flips;
       }
+    }
+  }
+}
+
+// make_vectors.py's `pattern`: a deterministic image both sides compute.
+cv::Mat pattern(int h, int w) {
+  cv::Mat img(h, w, CV_8UC3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 3; ++c) img.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>((x * 37 + y * 91 + c * 53 + (x * y) % 17) % 256);
+  return img;
+}
+
+// Ultralytics builds the matrices, moves the corners and judges the boxes in float32: given its eight
+// draws, its matrix bit for bit, its output bytes, and the boxes it keeps, each float32 the same.
+TEST(AugmentPerspective, Float32PathMatchesUltralytics) {
+  for (const auto& c : test::reference("ultralytics/augment_perspective.json").at("cases")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto& hyp = c.at("hyp");
+    PerspectiveParams p{hyp.value("degrees", 0.0), hyp.value("translate", 0.0), hyp.value("scale", 0.0),
+                        hyp.value("shear", 0.0), hyp.value("perspective", 0.0), /*float32=*/true};
+    const auto v = c.at("draws").get<std::vector<double>>();
+    const PerspectiveDraws d{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+    const cv::Mat img = pattern(c.at("image_hw")[0], c.at("image_hw")[1]);
+    const auto corners = test::json_floats(c.at("boxes"));
+    std::vector<BoxLabel> labels;
+    for (size_t i = 0; i < corners.size(); i += 4)
+      labels.push_back({float(i / 4), corners[i], corners[i + 1], corners[i + 2], corners[i + 3]});
+    const int out_w = c.at("size_wh")[0], out_h = c.at("size_wh")[1];
+    cv::Mat out;
+    PerspectiveTrace trace;
+    random_perspective(img, labels, p, d, (out_h - img.rows) / 2, (out_w - img.cols) / 2, out, &trace);
+    const auto M = c.at("M").get<std::vector<double>>();
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(trace.matrices.M.val[i], M[i]) << "M[" << i << "]";
+    ASSERT_EQ(out.rows, out_h);
+    ASSERT_EQ(out.cols, out_w);
+    EXPECT_EQ(test::sha256_hex(out.data, out.total() * out.elemSize()), c.at("out_sha256").get<std::string>());
+    const auto kept = c.at("kept").get<std::vector<int>>();
+    const auto want = test::json_floats(c.at("boxes_out"));
+    ASSERT_EQ(labels.size(), kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_EQ(labels[i].cls, kept[i]);
+      const float got[4] = {labels[i].x1, labels[i].y1, labels[i].x2, labels[i].y2};
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(got[k], want[4 * i + k]) << "box " << kept[i] << " coordinate " << k;
     }
   }
 }

@@ -93,15 +93,16 @@ void expect_same_labels(const std::vector<Label>& a, const std::vector<Label>& b
 
 // Builds samples both ways for a range of indices and returns the worst difference.
 Diff compare_paths(const MemoryDataset& d, const Hyp& hyp, int s, int shape_h, int shape_w, bool mosaic, int count,
-                   bool fused_hsv = false) {
+                   bool fused_hsv = false, bool ultralytics = false) {
   Diff worst;
   const ImageLoader load = d.loader();
   for (int i = 0; i < count; ++i) {
     SCOPED_TRACE("index " + std::to_string(i));
     Sample direct, ref;
     SampleRng r1(7, 1, i), r2(7, 1, i);
-    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r1, direct, SampleOptions{true, fused_hsv});
-    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r2, ref, SampleOptions{false});
+    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r1, direct,
+                      SampleOptions{true, fused_hsv, ultralytics});
+    make_train_sample(load, i, d.images.size(), hyp, s, shape_h, shape_w, mosaic, r2, ref, SampleOptions{false, true, ultralytics});
     EXPECT_EQ(r1.next_u64(), r2.next_u64()) << "both paths make the same draws";
     EXPECT_EQ(direct.bgr.size(), ref.bgr.size());
     if (direct.bgr.size() != ref.bgr.size()) continue;
@@ -127,16 +128,20 @@ Hyp strong_hyp() {
   return h;
 }
 
-// The direct path reproduces OpenCV's fixed-point warp exactly, so the paths agree bit for bit.
+// The direct path reproduces OpenCV's fixed-point warp exactly, so the paths agree bit for bit, with
+// YOLOv5's float64 matrices and Ultralytics' float32 ones.
 TEST(Sample, DirectWarpEqualsReferenceOnSyntheticData) {
   const int s = 96;
   const MemoryDataset d = synthetic_dataset(s, 12);
   Hyp projective = strong_hyp();
   projective.perspective = 0.0005;
-  for (const Hyp& hyp : {Hyp{}, strong_hyp(), projective}) {
-    EXPECT_EQ(compare_paths(d, hyp, s, s, s, true, 12).max_abs, 0);                // mosaic (+ mixup)
-    EXPECT_EQ(compare_paths(d, hyp, s, s, s, false, 12).max_abs, 0);               // letterbox square
-    EXPECT_EQ(compare_paths(d, hyp, s, 64, 96, false, 12).max_abs, 0);             // letterbox rect shape
+  for (const bool ultralytics : {false, true}) {
+    SCOPED_TRACE(ultralytics ? "Ultralytics" : "YOLOv5");
+    for (const Hyp& hyp : {Hyp{}, strong_hyp(), projective}) {
+      EXPECT_EQ(compare_paths(d, hyp, s, s, s, true, 12, false, ultralytics).max_abs, 0);     // mosaic (+ mixup)
+      EXPECT_EQ(compare_paths(d, hyp, s, s, s, false, 12, false, ultralytics).max_abs, 0);    // letterbox square
+      EXPECT_EQ(compare_paths(d, hyp, s, 64, 96, false, 12, false, ultralytics).max_abs, 0);  // letterbox rect shape
+    }
   }
 }
 

@@ -29,25 +29,34 @@ void apply_luts(cv::Mat& hsv, const HsvLuts& luts) {
 
 }  // namespace
 
-HsvGains hsv_gains_from_u(const double u[3], double hgain, double sgain, double vgain) {
+HsvGains hsv_gains_from_u(const double u[3], double hgain, double sgain, double vgain, bool shift_hue) {
   HsvGains g;
   g.active = hgain != 0 || sgain != 0 || vgain != 0;
   const double gain[3] = {hgain, sgain, vgain};
   for (int i = 0; i < 3; ++i) g.r[i] = u[i] * gain[i] + 1;
+  g.shift_hue = shift_hue;
+  if (shift_hue) g.hue_shift = u[0] * hgain * 180;  // numpy: (u * gains)[0] * 180
   return g;
 }
 
-HsvGains draw_hsv_gains(SampleRng& rng, const Hyp& hyp) {
+HsvGains draw_hsv_gains(SampleRng& rng, const Hyp& hyp, bool shift_hue) {
   if (hyp.hsv_h == 0 && hyp.hsv_s == 0 && hyp.hsv_v == 0) return {};
   double u[3];
   for (double& v : u) v = rng.uniform(-1, 1);
-  return hsv_gains_from_u(u, hyp.hsv_h, hyp.hsv_s, hyp.hsv_v);
+  return hsv_gains_from_u(u, hyp.hsv_h, hyp.hsv_s, hyp.hsv_v, shift_hue);
 }
 
-HsvLuts hsv_luts(const double r[3]) {
+HsvLuts hsv_luts(const HsvGains& g) {
+  const double* r = g.r;
   HsvLuts t;
   for (int x = 0; x < 256; ++x) {
-    t.hue[x] = static_cast<uint8_t>(std::fmod(x * r[0], 180.0));  // x*r0 >= 0: fmod is Python's %
+    if (g.shift_hue) {  // numpy's remainder: fmod, moved into [0, 180) when negative
+      double hue = std::fmod(x + g.hue_shift, 180.0);
+      if (hue < 0) hue += 180.0;
+      t.hue[x] = static_cast<uint8_t>(hue);
+    } else {
+      t.hue[x] = static_cast<uint8_t>(std::fmod(x * r[0], 180.0));  // x*r0 >= 0: fmod is Python's %
+    }
     t.sat[x] = static_cast<uint8_t>(std::clamp(x * r[1], 0.0, 255.0));
     t.val[x] = static_cast<uint8_t>(std::clamp(x * r[2], 0.0, 255.0));
   }
@@ -56,7 +65,7 @@ HsvLuts hsv_luts(const double r[3]) {
 
 void augment_hsv(cv::Mat& bgr, const HsvGains& gains) {
   if (!gains.active) return;
-  const HsvLuts luts = hsv_luts(gains.r);
+  const HsvLuts luts = hsv_luts(gains);
   cv::Mat hsv;
   cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);
   apply_luts(hsv, luts);
@@ -65,7 +74,7 @@ void augment_hsv(cv::Mat& bgr, const HsvGains& gains) {
 
 void augment_hsv_strips(cv::Mat& bgr, const HsvGains& gains) {
   if (!gains.active) return;
-  const HsvLuts luts = hsv_luts(gains.r);
+  const HsvLuts luts = hsv_luts(gains);
   constexpr int kStripRows = 8;
   thread_local cv::Mat strip_buffer;
   strip_buffer.create(kStripRows, bgr.cols, CV_8UC3);
@@ -85,6 +94,8 @@ struct FusedHsv {
   double r[3];               // the gains
   float rf[3];               // the same in float32
   bool float_tables = false;  // float32 products truncate to YOLOv5's float64 tables for every input
+  bool shift_hue = false;     // Ultralytics' hue: looked up in hue_table (a gather), not computed
+  alignas(32) int32_t hue_table[256];
   uint8_t grey[24];          // 8 pixels of YOLOv5's border grey (114), converted
 };
 
@@ -153,9 +164,11 @@ int float_table_value(int x, float r, int limit, bool wrap) {
 
 FusedHsv fused_constants(const HsvGains& gains) {
   FusedHsv k;
-  const HsvLuts luts = hsv_luts(gains.r);
+  const HsvLuts luts = hsv_luts(gains);
   k.float_tables = true;
-  for (int c = 0; c < 3; ++c) {
+  k.shift_hue = gains.shift_hue;
+  std::copy(luts.hue.begin(), luts.hue.end(), k.hue_table);
+  for (int c = k.shift_hue ? 1 : 0; c < 3; ++c) {
     k.r[c] = gains.r[c];
     k.rf[c] = static_cast<float>(gains.r[c]);
     const std::array<uint8_t, 256>& want = c == 0 ? luts.hue : c == 1 ? luts.sat : luts.val;
@@ -187,9 +200,9 @@ __attribute__((target("avx2,fma"))) void fused_hsv_8(uint8_t* p, __m128i lo, __m
   ih = _mm256_add_epi32(ih, _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih), _mm256_set1_epi32(180)));
 
   // YOLOv5's tables as arithmetic, in float64 as numpy builds them: (h*r0) mod 180, clip(s*r1, 0, 255),
-  // clip(v*r2, 0, 255), each truncated.
+  // clip(v*r2, 0, 255), each truncated; Ultralytics' shifted hue from its table.
   const __m256 c255 = _mm256_set1_ps(255.f);
-  const __m256 h = _mm256_cvtepi32_ps(table_values(ih, k, 0, 180, true));
+  const __m256 h = _mm256_cvtepi32_ps(k.shift_hue ? _mm256_i32gather_epi32(k.hue_table, ih, 4) : table_values(ih, k, 0, 180, true));
   __m256 sat = _mm256_cvtepi32_ps(table_values(is, k, 1, 255, false));
   __m256 val = _mm256_cvtepi32_ps(table_values(iv, k, 2, 255, false));
 
@@ -279,7 +292,8 @@ bool hsv_fast_kernel_available() {
 void augment_hsv_fast(cv::Mat& bgr, const HsvGains& gains) {
   if (!gains.active) return;
 #if KESTREL_HSV_AVX2
-  if (hsv_fast_kernel_available() && gains.r[0] >= 0 && gains.r[0] < 2) {  // hsv_h <= 1: one wrap of the hue
+  // A scaled hue with hsv_h <= 1 wraps once (table_values); a shifted one is looked up.
+  if (hsv_fast_kernel_available() && (gains.shift_hue || (gains.r[0] >= 0 && gains.r[0] < 2))) {
     FusedHsv k = fused_constants(gains);
     std::memset(k.grey, 114, sizeof k.grey);
     fused_hsv_8(k.grey, k);

@@ -1,4 +1,5 @@
-// YOLOv5's augment_hsv (utils/augmentations.py): random hue/saturation/value gains applied through three
+// YOLOv5's augment_hsv (utils/augmentations.py) and Ultralytics' RandomHSV (data/augment.py, which
+// shifts the hue where YOLOv5 scales it): random hue/saturation/value gains applied through three
 // 256-entry lookup tables in OpenCV's 8-bit HSV space (cv::cvtColor both ways, so the lossy round trip
 // is OpenCV's exactly), and a fused AVX2 kernel that computes the same bytes in one pass.
 #pragma once
@@ -11,20 +12,24 @@
 namespace kestrel {
 
 // Gains r = u * (hgain, sgain, vgain) + 1 (float64). `active` is false when all three hyp gains are 0:
-// YOLOv5 then makes no draw and leaves the image untouched.
+// YOLOv5 and Ultralytics then make no draw and leave the image untouched. With shift_hue (Ultralytics
+// since 8.3.79) the hue moves by hue_shift = u0 * hgain * 180 instead of being scaled by r[0].
 struct HsvGains {
   bool active = false;
   double r[3] = {1, 1, 1};
+  bool shift_hue = false;
+  double hue_shift = 0;
 };
-HsvGains hsv_gains_from_u(const double u[3], double hgain, double sgain, double vgain);
+HsvGains hsv_gains_from_u(const double u[3], double hgain, double sgain, double vgain, bool shift_hue = false);
 // Draws u = 3 x uniform(-1, 1) (only when a gain is non-zero).
-HsvGains draw_hsv_gains(SampleRng& rng, const Hyp& hyp);
+HsvGains draw_hsv_gains(SampleRng& rng, const Hyp& hyp, bool shift_hue = false);
 
-// The hue, saturation and value tables: (x*r0) mod 180, clip(x*r1, 0, 255), clip(x*r2, 0, 255), truncated.
+// The hue, saturation and value tables: (x*r0) mod 180 (or (x + hue_shift) mod 180, numpy's floored
+// mod), clip(x*r1, 0, 255), clip(x*r2, 0, 255), truncated.
 struct HsvLuts {
   std::array<uint8_t, 256> hue, sat, val;
 };
-HsvLuts hsv_luts(const double r[3]);
+HsvLuts hsv_luts(const HsvGains& gains);
 
 // In place on a BGR uint8 image: BGR->HSV, tables, HSV->BGR, over the whole image at once (the
 // reference formulation).

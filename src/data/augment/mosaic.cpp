@@ -124,7 +124,7 @@ void mosaic_direct(const std::array<MosaicTile, 4>& tiles, const MosaicDraws& d,
   const auto layout = layout_of(tiles, d, s);
   mosaic_labels(tiles, layout, s, labels);
   const int out_size = 2 * s + 2 * mosaic_border(s);
-  const PerspectiveMatrices m = perspective_matrices(d.perspective, 2 * s, 2 * s, out_size, out_size);
+  const PerspectiveMatrices m = perspective_matrices(d.perspective, 2 * s, 2 * s, out_size, out_size, p.float32);
   PieceCanvas canvas;
   canvas.split_x = d.xc;
   canvas.split_y = d.yc;
@@ -136,7 +136,7 @@ void mosaic_direct(const std::array<MosaicTile, 4>& tiles, const MosaicDraws& d,
   }
   const cv::Matx23d M(m.M(0, 0), m.M(0, 1), m.M(0, 2), m.M(1, 0), m.M(1, 1), m.M(1, 2));
   warp_affine_pieces(canvas, M, out_size, out_size, flip_lr, flip_ud, out);
-  transform_labels(labels, m.M, false, d.perspective.scale, out_size, out_size);
+  transform_labels(labels, m.M, p, d.perspective.scale, out_size, out_size);
 }
 
 }  // namespace kestrel

@@ -27,7 +27,7 @@ struct TrainDraws {
   bool flip_ud = false, flip_lr = false;
 };
 
-TrainDraws draw_train(SampleRng& rng, size_t index, size_t n, const Hyp& hyp, int s, bool use_mosaic) {
+TrainDraws draw_train(SampleRng& rng, size_t index, size_t n, const Hyp& hyp, int s, bool use_mosaic, bool ultralytics) {
   const PerspectiveParams p = PerspectiveParams::from(hyp);
   TrainDraws d;
   d.mosaic = use_mosaic && rng.random() < hyp.mosaic;
@@ -41,7 +41,7 @@ TrainDraws draw_train(SampleRng& rng, size_t index, size_t n, const Hyp& hyp, in
   } else {
     d.perspective = draw_perspective(rng, p);
   }
-  d.hsv = draw_hsv_gains(rng, hyp);
+  d.hsv = draw_hsv_gains(rng, hyp, /*shift_hue=*/ultralytics);
   d.flip_ud = rng.random() < hyp.flipud;
   d.flip_lr = rng.random() < hyp.fliplr;
   return d;
@@ -115,11 +115,11 @@ void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& 
   thread_local cv::Mat boxed;
   info = letterbox_loaded(load(index, nullptr), shape_h, shape_w, true, options.ultralytics, boxed, boxes);
   if (direct && p.perspective == 0) {
-    const PerspectiveMatrices m = perspective_matrices(d.perspective, boxed.cols, boxed.rows, boxed.cols, boxed.rows);
+    const PerspectiveMatrices m = perspective_matrices(d.perspective, boxed.cols, boxed.rows, boxed.cols, boxed.rows, p.float32);
     PieceCanvas canvas;
     canvas.piece[0] = boxed;
     warp_affine_pieces(canvas, cv::Matx23d(m.M.val), boxed.cols, boxed.rows, d.flip_lr, d.flip_ud, img);
-    transform_labels(boxes, m.M, false, d.perspective.scale, boxed.cols, boxed.rows);
+    transform_labels(boxes, m.M, p, d.perspective.scale, boxed.cols, boxed.rows);
     return;
   }
   random_perspective(boxed, boxes, p, d.perspective, 0, 0, img);
@@ -131,8 +131,8 @@ void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& 
 void make_train_sample(const ImageSource& source, size_t index, size_t dataset_size, const Hyp& hyp, int img_size,
                        int shape_h, int shape_w, bool use_mosaic, SampleRng& rng, Sample& out,
                        const SampleOptions& options) {
-  const TrainDraws d = draw_train(rng, index, dataset_size, hyp, img_size, use_mosaic);
-  const PerspectiveParams p = PerspectiveParams::from(hyp);
+  const TrainDraws d = draw_train(rng, index, dataset_size, hyp, img_size, use_mosaic, options.ultralytics);
+  const PerspectiveParams p = PerspectiveParams::from(hyp, /*float32=*/options.ultralytics);
   const bool direct = options.direct_warp;
   thread_local std::vector<BoxLabel> boxes;
   if (d.mosaic) {

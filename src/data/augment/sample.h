@@ -54,7 +54,8 @@ struct SampleOptions {
   // OpenCV's round trip) instead of augment_hsv_strips; same bytes wherever rows are a multiple of 32 wide,
   // as training images are (hsv.h).
   bool fused_hsv = true;
-  // Ultralytics' letterbox geometry for its models (use_ultralytics_geometry); YOLOv5's otherwise.
+  // Ultralytics' letterbox geometry (use_ultralytics_geometry) and hue shift (hsv.h) for its models;
+  // YOLOv5's otherwise.
   bool ultralytics = false;
 };
 

@@ -36,6 +36,17 @@ Files:
   each; `groups_<model>`: BaseTrainer.build_optimizer(name="MuSGD") on that model with nc=3, its eight
   groups' parameter names and options.
 
+- augment_hsv.json: ultralytics.data.augment.RandomHSV (hsv_h, hsv_s, hsv_v at their defaults and a
+  large hue gain) on the input images of the YOLOv5 vectors of the same name, its three uniform(-1, 1)
+  draws given (numpy's uniform replaced for the call), and the resulting images. The bytes come from
+  the OpenCV of the generating environment (`opencv` in the file).
+
+- augment_perspective.json: ultralytics.data.augment.RandomPerspective on a 48x64 image (pixels from
+  `pattern`, which Kestrel's test recomputes) and seeded boxes (as a letterboxed sample: output the input's size) and a 96x96 one (as a mosaic canvas:
+  output 48x48), with and without rotation and shear, and one perspective case; its eight
+  random.uniform draws given (random.uniform replaced for the call); the matrix, the output image's
+  sha256 and the boxes it keeps, with their indices.
+
 schedule_demo.json is not written here: it is the lr columns of the results.csv of a real run of
 Ultralytics' trainer, described in its own `meta`.
 
@@ -397,6 +408,79 @@ def musgd_groups(name):
              "nesterov": g["nesterov"]} for g in opt.param_groups]
 
 
+HSV_CASES = [("identity", [0.0, 0.0, 0.0], [0.015, 0.7, 0.4]), ("typical", [0.3, -0.5, 0.2], [0.015, 0.7, 0.4]),
+             ("hue_down", [-1.0, 0.25, -0.4], [0.015, 0.7, 0.4]), ("extreme", [1.0, -1.0, 1.0], [0.015, 0.7, 0.4]),
+             ("large_hue_down", [-0.6, 0.5, 0.1], [0.5, 0.7, 0.4]), ("large_hue_up", [0.9, 0.0, 0.0], [0.5, 0.7, 0.4])]
+
+
+def hsv_vectors(yolov5_file):
+    import cv2
+    from ultralytics.data.augment import RandomHSV
+
+    with open(yolov5_file) as f:
+        inputs = json.load(f)["inputs"]
+    images = {k: np.array(v["data"], dtype=np.uint8).reshape(v["shape"]) for k, v in inputs.items()}
+    cases, uniform = [], np.random.uniform
+    for name, u, gains in HSV_CASES:
+        np.random.uniform = lambda low, high, size, u=u: np.array(u, dtype=np.float64)
+        try:
+            out = {k: RandomHSV(*gains)({"img": img.copy()})["img"] for k, img in images.items()}
+        finally:
+            np.random.uniform = uniform
+        cases.append({"name": name, "u": u, "hgain_sgain_vgain": gains,
+                      "images": {k: {"shape": list(v.shape), "dtype": "uint8", "data": v.flatten().tolist()}
+                                 for k, v in out.items()}})
+    return {"opencv": cv2.__version__, "inputs_from": "../augment_hsv.json", "cases": cases}
+
+
+PERSPECTIVE_CASES = [  # name, input (h, w), output size (w, h), hyp, the eight draws
+    ("letterboxed", (48, 64), (64, 48), dict(translate=0.1, scale=0.5), [0.0, 0.0, 0.0, 1.37, 0.0, 0.0, 0.43, 0.58]),
+    ("mosaic", (96, 96), (48, 48), dict(translate=0.1, scale=0.5), [0.0, 0.0, 0.0, 0.71, 0.0, 0.0, 0.56, 0.47]),
+    ("mosaic_zoom_out", (96, 96), (48, 48), dict(translate=0.1, scale=0.9), [0.0, 0.0, 0.0, 0.23, 0.0, 0.0, 0.41, 0.6]),
+    ("rotated_sheared", (96, 96), (48, 48), dict(degrees=10.0, translate=0.1, scale=0.5, shear=5.0),
+     [0.0, 0.0, -7.3, 1.12, 3.1, -1.7, 0.52, 0.44]),
+    ("perspective", (48, 64), (64, 48), dict(degrees=5.0, translate=0.1, scale=0.5, perspective=0.0005),
+     [0.0003, -0.0002, 4.1, 0.93, 0.0, 0.0, 0.49, 0.55]),
+]
+
+
+def pattern(h, w):
+    y, x, c = np.meshgrid(np.arange(h), np.arange(w), np.arange(3), indexing="ij")
+    return ((x * 37 + y * 91 + c * 53 + (x * y) % 17) % 256).astype(np.uint8)
+
+
+def perspective_vectors():
+    import hashlib
+    import random
+
+    from ultralytics.data.augment import RandomPerspective
+    from ultralytics.utils.instance import Instances
+
+    cases, uniform = [], random.uniform
+    for k, (name, (h, w), size, hyp, draws) in enumerate(PERSPECTIVE_CASES):
+        rs = np.random.RandomState(k)
+        img = pattern(h, w)
+        xy = rs.uniform(0, 1, (12, 2)) * [w, h]
+        boxes = np.concatenate([xy, np.minimum(xy + rs.uniform(1, w / 2, (12, 2)), [w, h])], 1).astype(np.float32)
+        cls = np.arange(12, dtype=np.float32).reshape(12, 1)  # the class is the row: the kept indices
+        values = iter(draws + draws)  # the transform's eight, then the same again for its matrix alone
+        random.uniform = lambda a, b: next(values)
+        try:
+            out = RandomPerspective(size=size, **hyp)(
+                {"img": img.copy(), "cls": cls, "instances": Instances(boxes.copy(), bbox_format="xyxy", normalized=False)})
+            M, _ = RandomPerspective(size=size, **hyp)._compute_affine_matrix(img, size)
+        finally:
+            random.uniform = uniform
+        cases.append({"name": name, "hyp": hyp, "size_wh": list(size), "draws": draws,
+                      "image_hw": [h, w],
+                      "boxes": tensor(torch.from_numpy(boxes)),
+                      "out_shape": list(out["img"].shape), "out_sha256": hashlib.sha256(out["img"].tobytes()).hexdigest(),
+                      "M": [float(v) for v in M.flatten()], "M_dtype": str(M.dtype),
+                      "kept": out["cls"].flatten().astype(int).tolist(),
+                      "boxes_out": tensor(torch.from_numpy(out["instances"].bboxes.astype(np.float32)))})
+    return {"cases": cases}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -425,6 +509,11 @@ def main():
     with open(f"{a.out}/musgd.json", "w") as f:
         json.dump({"meta": meta, "function": "ultralytics.optim.MuSGD, BaseTrainer.build_optimizer(name='MuSGD')",
                    **musgd_vectors(), **{f"groups_{m}": musgd_groups(f"{m}.yaml") for m in ("yolov8n", "yolo11n")}}, f)
+    with open(f"{a.out}/augment_perspective.json", "w") as f:
+        json.dump({"meta": meta, "function": "ultralytics.data.augment.RandomPerspective", **perspective_vectors()}, f)
+    with open(f"{a.out}/augment_hsv.json", "w") as f:
+        json.dump({"meta": meta, "function": "ultralytics.data.augment.RandomHSV",
+                   **hsv_vectors(f"{a.out}/../augment_hsv.json")}, f)
     for name in ("yolov8n.yaml", "yolo11n.yaml", "yolov5nu.yaml"):
         with open(f"{a.out}/forward_{name.replace('.yaml', '')}.json", "w") as f:
             json.dump({"meta": meta, "function": "ultralytics.nn.tasks.DetectionModel.forward", **forward_vectors(name)}, f)
