@@ -3,7 +3,11 @@ package (its own DetectionModel and parse_model), as JSON, for Kestrel's parity 
 nothing of Ultralytics is copied into Kestrel.
 
   pip install ultralytics==8.4.190 ultralytics-thop   (beside the torch Kestrel builds against)
-  YOLO_OFFLINE=true python3 make_vectors.py [--out DIR]
+  pip install --target DIR46 opencv-python-headless==4.6.0.66 numpy==1.26.4   (the OpenCV Kestrel links)
+  PYTHONPATH=DIR46 YOLO_OFFLINE=true python3 make_vectors.py [--out DIR]
+
+The augment_*.json bytes depend on the OpenCV that computes them: with 5.1, warpAffine differs by 1 in
+some pixels. The other files do not depend on it.
 
 Files:
 - models.json: per built-in yaml (yolov8, yolo11, yolov5u at each scale) the leaf-module count,
