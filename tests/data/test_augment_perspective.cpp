@@ -64,7 +64,7 @@ TEST(AugmentPerspective, DrawsMatrixBoxesAndPixelsMatchYolov5) {
     std::vector<BoxLabel> labels = json_boxes(c.at("labels_in"));
     cv::Mat out;
     PerspectiveTrace trace;
-    random_perspective(in, labels, p, d, border[0], border[1], out, &trace);
+    random_perspective(in, labels, p, d, in.cols + 2 * border[1], in.rows + 2 * border[0], out, &trace);
 
     expect_matrix(trace.matrices.C, c.at("C"), 0, "C");
     expect_matrix(trace.matrices.P, c.at("P"), 0, "P");
@@ -139,7 +139,7 @@ TEST(AugmentPerspective, Float32PathMatchesUltralytics) {
     const int out_w = c.at("size_wh")[0], out_h = c.at("size_wh")[1];
     cv::Mat out;
     PerspectiveTrace trace;
-    random_perspective(img, labels, p, d, (out_h - img.rows) / 2, (out_w - img.cols) / 2, out, &trace);
+    random_perspective(img, labels, p, d, out_w, out_h, out, &trace);
     const auto M = c.at("M").get<std::vector<double>>();
     for (int i = 0; i < 9; ++i) EXPECT_EQ(trace.matrices.M.val[i], M[i]) << "M[" << i << "]";
     ASSERT_EQ(out.rows, out_h);

@@ -45,7 +45,7 @@ MosaicDraws draw_mosaic(SampleRng& rng, size_t index, size_t dataset_size, int s
 
 std::array<cv::Rect, 4> mosaic_tile_regions(const MosaicDraws& d, int s, const std::array<cv::Size, 4>& tile_sizes) {
   const auto layout = mosaic_layout(s, d.xc, d.yc, tile_sizes);
-  const int out_size = 2 * s + 2 * mosaic_border(s);
+  const int out_size = mosaic_size(s);
   const cv::Matx33d M = perspective_matrices(d.perspective, 2 * s, 2 * s, out_size, out_size).M;
   cv::Matx23d inverse;
   cv::invertAffineTransform(cv::Matx23d(M(0, 0), M(0, 1), M(0, 2), M(1, 0), M(1, 1), M(1, 2)), inverse);
@@ -111,7 +111,8 @@ void mosaic_on_canvas(const std::array<MosaicTile, 4>& tiles, const MosaicDraws&
   mosaic_labels(tiles, layout, s, labels);
   thread_local cv::Mat canvas;
   mosaic_canvas(tiles, layout, s, canvas);
-  random_perspective(canvas, labels, p, d.perspective, mosaic_border(s), mosaic_border(s), out, trace);
+  const int out_size = mosaic_size(s);
+  random_perspective(canvas, labels, p, d.perspective, out_size, out_size, out, trace);
 }
 
 void mosaic_direct(const std::array<MosaicTile, 4>& tiles, const MosaicDraws& d, int s, const PerspectiveParams& p,
@@ -123,7 +124,7 @@ void mosaic_direct(const std::array<MosaicTile, 4>& tiles, const MosaicDraws& d,
   }
   const auto layout = layout_of(tiles, d, s);
   mosaic_labels(tiles, layout, s, labels);
-  const int out_size = 2 * s + 2 * mosaic_border(s);
+  const int out_size = mosaic_size(s);
   const PerspectiveMatrices m = perspective_matrices(d.perspective, 2 * s, 2 * s, out_size, out_size, p.float32);
   PieceCanvas canvas;
   canvas.split_x = d.xc;

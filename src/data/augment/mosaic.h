@@ -17,6 +17,8 @@ namespace kestrel {
 
 // YOLOv5's mosaic_border, -img_size // 2 in Python (floor division): -s/2 for the usual even s.
 inline int mosaic_border(int s) { return -((s + 1) / 2); }
+// The mosaic's output side: the 2s canvas cropped by the border on each side (s for an even s).
+inline int mosaic_size(int s) { return 2 * s + 2 * mosaic_border(s); }
 
 // Half-open regions: tile pixels [x1b,x2b) x [y1b,y2b) go to canvas [x1a,x2a) x [y1a,y2a).
 struct TilePlacement {

@@ -126,13 +126,11 @@ void transform_labels(std::vector<BoxLabel>& labels, const cv::Matx33d& M, const
 }
 
 void random_perspective(const cv::Mat& img, std::vector<BoxLabel>& labels, const PerspectiveParams& p,
-                        const PerspectiveDraws& d, int border_y, int border_x, cv::Mat& out,
-                        PerspectiveTrace* trace) {
-  const int out_h = img.rows + 2 * border_y, out_w = img.cols + 2 * border_x;
+                        const PerspectiveDraws& d, int out_w, int out_h, cv::Mat& out, PerspectiveTrace* trace) {
   const PerspectiveMatrices m = perspective_matrices(d, img.cols, img.rows, out_w, out_h, p.float32);
   if (trace) trace->matrices = m;
   const cv::Scalar grey(114, 114, 114);
-  if (border_y != 0 || border_x != 0 || m.M != cv::Matx33d::eye()) {
+  if (out_h != img.rows || out_w != img.cols || m.M != cv::Matx33d::eye()) {
     if (p.perspective != 0)
       cv::warpPerspective(img, out, cv::Mat(m.M), cv::Size(out_w, out_h), cv::INTER_LINEAR, cv::BORDER_CONSTANT, grey);
     else

@@ -62,11 +62,11 @@ void transform_labels(std::vector<BoxLabel>& labels, const cv::Matx33d& M, const
                       int out_w, int out_h, PerspectiveTrace* trace = nullptr);
 
 // Full random_perspective: out = warp of img (warpPerspective when p.perspective != 0, else warpAffine;
-// linear, border 114) of size (in_w + 2*border_x) x (in_h + 2*border_y); labels transformed as above.
-// The warp is skipped (out = copy of img) only when the border is 0 and M is exactly the identity.
+// linear, border 114) of size out_w x out_h (YOLOv5: the input's plus twice its `border`; Ultralytics:
+// its `size`); labels transformed as above. The warp is skipped (out = copy of img) only when the sizes
+// agree and M is exactly the identity.
 void random_perspective(const cv::Mat& img, std::vector<BoxLabel>& labels, const PerspectiveParams& p,
-                        const PerspectiveDraws& d, int border_y, int border_x, cv::Mat& out,
-                        PerspectiveTrace* trace = nullptr);
+                        const PerspectiveDraws& d, int out_w, int out_h, cv::Mat& out, PerspectiveTrace* trace = nullptr);
 
 // YOLOv5's box_candidates for one box pair: w2 > wh_thr, h2 > wh_thr, w2*h2 / (w1*h1 + eps) > area_thr and
 // max(w2/(h2+eps), h2/(w2+eps)) < ar_thr, all strict. box1's width, height and area are computed in its

@@ -107,22 +107,35 @@ LetterboxInfo letterbox_loaded(const LoadedImage& li, int shape_h, int shape_w, 
   return lb;
 }
 
-// Letterbox + random_perspective(border 0) into img / boxes; `info` gets YOLOv5's shapes entry.
+// A sample without mosaic into img / boxes (shape_h x shape_w). YOLOv5 letterboxes the loaded image, then
+// warps it at its own size (`info` gets its shapes entry); Ultralytics' warp places the loaded image
+// itself, centred by the translation (no shapes entry, as for a mosaic). The two differ by half a
+// pixel where the padding is odd.
 void build_letterboxed(const ImageLoader& load, size_t index, const TrainDraws& d, const PerspectiveParams& p,
                        int shape_h, int shape_w, const SampleOptions& options, cv::Mat& img, std::vector<BoxLabel>& boxes,
                        LetterboxInfo& info) {
   const bool direct = options.direct_warp;
   thread_local cv::Mat boxed;
-  info = letterbox_loaded(load(index, nullptr), shape_h, shape_w, true, options.ultralytics, boxed, boxes);
+  const LoadedImage loaded = load(index, nullptr);
+  cv::Mat source;  // what the warp reads
+  if (options.ultralytics) {
+    source = loaded.bgr;
+    boxes.clear();
+    if (loaded.labels) xywhn_to_xyxy(*loaded.labels, float(source.cols), float(source.rows), 0, 0, boxes);
+    info = LetterboxInfo{};
+  } else {
+    info = letterbox_loaded(loaded, shape_h, shape_w, true, false, boxed, boxes);
+    source = boxed;
+  }
   if (direct && p.perspective == 0) {
-    const PerspectiveMatrices m = perspective_matrices(d.perspective, boxed.cols, boxed.rows, boxed.cols, boxed.rows, p.float32);
+    const PerspectiveMatrices m = perspective_matrices(d.perspective, source.cols, source.rows, shape_w, shape_h, p.float32);
     PieceCanvas canvas;
-    canvas.piece[0] = boxed;
-    warp_affine_pieces(canvas, cv::Matx23d(m.M.val), boxed.cols, boxed.rows, d.flip_lr, d.flip_ud, img);
-    transform_labels(boxes, m.M, p, d.perspective.scale, boxed.cols, boxed.rows);
+    canvas.piece[0] = source;
+    warp_affine_pieces(canvas, cv::Matx23d(m.M.val), shape_w, shape_h, d.flip_lr, d.flip_ud, img);
+    transform_labels(boxes, m.M, p, d.perspective.scale, shape_w, shape_h);
     return;
   }
-  random_perspective(boxed, boxes, p, d.perspective, 0, 0, img);
+  random_perspective(source, boxes, p, d.perspective, shape_w, shape_h, img);
   if (direct && (d.flip_lr || d.flip_ud)) cv::flip(img, img, d.flip_lr && d.flip_ud ? -1 : (d.flip_lr ? 1 : 0));
 }
 

@@ -46,8 +46,9 @@ Files:
   the OpenCV of the generating environment (`opencv` in the file).
 
 - augment_perspective.json: ultralytics.data.augment.RandomPerspective on a 48x64 image (pixels from
-  `pattern`, which Kestrel's test recomputes) and seeded boxes (as a letterboxed sample: output the input's size) and a 96x96 one (as a mosaic canvas:
-  output 48x48), with and without rotation and shear, and one perspective case; its eight
+  `pattern`, which Kestrel's test recomputes) and seeded boxes (output the input's size), a 40x64 one
+  placed into 64x64 (a sample without mosaic: the warp letterboxes it), and a 96x96 one (a mosaic
+  canvas: output 48x48), with and without rotation and shear, and one perspective case; its eight
   random.uniform draws given (random.uniform replaced for the call); the matrix, the output image's
   sha256 and the boxes it keeps, with their indices.
 
@@ -439,6 +440,7 @@ def hsv_vectors(yolov5_file):
 
 PERSPECTIVE_CASES = [  # name, input (h, w), output size (w, h), hyp, the eight draws
     ("letterboxed", (48, 64), (64, 48), dict(translate=0.1, scale=0.5), [0.0, 0.0, 0.0, 1.37, 0.0, 0.0, 0.43, 0.58]),
+    ("placed", (40, 64), (64, 64), dict(translate=0.1, scale=0.5), [0.0, 0.0, 0.0, 0.88, 0.0, 0.0, 0.47, 0.53]),
     ("mosaic", (96, 96), (48, 48), dict(translate=0.1, scale=0.5), [0.0, 0.0, 0.0, 0.71, 0.0, 0.0, 0.56, 0.47]),
     ("mosaic_zoom_out", (96, 96), (48, 48), dict(translate=0.1, scale=0.9), [0.0, 0.0, 0.0, 0.23, 0.0, 0.0, 0.41, 0.6]),
     ("rotated_sheared", (96, 96), (48, 48), dict(degrees=10.0, translate=0.1, scale=0.5, shear=5.0),
