@@ -102,11 +102,12 @@ void BM_TrainSampleMosaicDirect(benchmark::State& s) { train_sample_bench(s, tru
 
 enum class HsvPath { whole, strips, fused };
 
-void hsv_bench(benchmark::State& state, HsvPath path) {
+// shift_hue: Ultralytics' hue (the fused kernel gathers it from a table instead of computing it).
+void hsv_bench(benchmark::State& state, HsvPath path, bool shift_hue = false) {
   cv::Mat img(kImgSize, kImgSize, CV_8UC3);
   cv::randu(img, 0, 256);
   const double u[3] = {0.3, -0.5, 0.7};
-  const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4);
+  const HsvGains g = hsv_gains_from_u(u, 0.015, 0.7, 0.4, shift_hue);
   for (auto _ : state) {
     switch (path) {
       case HsvPath::whole: augment_hsv(img, g); break;
@@ -119,6 +120,8 @@ void hsv_bench(benchmark::State& state, HsvPath path) {
 void BM_HsvWholeImage(benchmark::State& s) { hsv_bench(s, HsvPath::whole); }
 void BM_HsvStrips(benchmark::State& s) { hsv_bench(s, HsvPath::strips); }
 void BM_HsvFused(benchmark::State& s) { hsv_bench(s, HsvPath::fused); }
+void BM_HsvStripsShiftedHue(benchmark::State& s) { hsv_bench(s, HsvPath::strips, true); }
+void BM_HsvFusedShiftedHue(benchmark::State& s) { hsv_bench(s, HsvPath::fused, true); }
 
 void BM_Letterbox(benchmark::State& state) {
   if (!images().ok(state)) return;
@@ -138,6 +141,8 @@ BENCHMARK(BM_TrainSampleMosaicDirect)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HsvWholeImage)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HsvStrips)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_HsvFused)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HsvStripsShiftedHue)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HsvFusedShiftedHue)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Letterbox)->Unit(benchmark::kMillisecond);
 
 }  // namespace
