@@ -51,6 +51,19 @@ void xyxy_to_xywhn(std::vector<BoxLabel>& boxes, int w, int h, std::vector<Label
   }
 }
 
+void xyxy_to_xywhn_flipped(const std::vector<BoxLabel>& boxes, int w, int h, bool flip_lr, bool flip_ud,
+                           std::vector<Label>& out) {
+  const float fw = static_cast<float>(w), fh = static_cast<float>(h);
+  out.resize(boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const BoxLabel& b = boxes[i];
+    float x = (b.x1 + b.x2) / 2, y = (b.y1 + b.y2) / 2;
+    if (flip_ud) y = fh - y;
+    if (flip_lr) x = fw - x;
+    out[i] = {b.cls, x / fw, y / fh, (b.x2 - b.x1) / fw, (b.y2 - b.y1) / fh};
+  }
+}
+
 void flip_labels_ud(std::vector<Label>& labels) {
   for (Label& l : labels) l.y = 1 - l.y;
 }

@@ -19,6 +19,12 @@ void xywhn_to_xyxy(const std::vector<Label>& in, float w, float h, float padw, f
 // rounded to float32), then writes normalized centre/size into `out` (resized to match).
 void xyxy_to_xywhn(std::vector<BoxLabel>& boxes, int w, int h, std::vector<Label>& out);
 
+// Ultralytics' RandomFlip and Format on pixel corners (which its warp already clipped to the image):
+// centre and size in pixels, the centre flipped as h - y and w - x, then divided by the size, each
+// step in float32.
+void xyxy_to_xywhn_flipped(const std::vector<BoxLabel>& boxes, int w, int h, bool flip_lr, bool flip_ud,
+                           std::vector<Label>& out);
+
 // y -> 1 - y and x -> 1 - x on normalized labels (the image flips are the caller's).
 void flip_labels_ud(std::vector<Label>& labels);
 void flip_labels_lr(std::vector<Label>& labels);

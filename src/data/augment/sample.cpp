@@ -154,7 +154,10 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
   } else {
     build_letterboxed(source.load, index, d, p, shape_h, shape_w, options, out.bgr, boxes, out.info);
   }
-  xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
+  if (options.ultralytics)
+    xyxy_to_xywhn_flipped(boxes, out.bgr.cols, out.bgr.rows, d.flip_lr, d.flip_ud, out.labels);
+  else
+    xyxy_to_xywhn(boxes, out.bgr.cols, out.bgr.rows, out.labels);
   ScopedStage colour_timer(Stage::colour);
   if (!direct)
     augment_hsv(out.bgr, d.hsv);
@@ -166,6 +169,7 @@ void make_train_sample(const ImageSource& source, size_t index, size_t dataset_s
     if (d.flip_ud) cv::flip(out.bgr, out.bgr, 0);
     if (d.flip_lr) cv::flip(out.bgr, out.bgr, 1);
   }
+  if (options.ultralytics) return;  // flipped with the conversion
   if (d.flip_ud) flip_labels_ud(out.labels);
   if (d.flip_lr) flip_labels_lr(out.labels);
 }

@@ -52,6 +52,10 @@ Files:
   random.uniform draws given (random.uniform replaced for the call); the matrix, the output image's
   sha256 and the boxes it keeps, with their indices.
 
+- augment_labels.json: RandomFlip (vertical, then horizontal, each at p 0 or 1) and Format on pixel
+  corners in a 48x64 image (some on its edges), the four flip combinations: the normalized xywh
+  labels a batch gets.
+
 schedule_demo.json is not written here: it is the lr columns of the results.csv of a real run of
 Ultralytics' trainer, described in its own `meta`.
 
@@ -487,6 +491,28 @@ def perspective_vectors():
     return {"cases": cases}
 
 
+def labels_vectors():
+    from ultralytics.data.augment import Format, RandomFlip
+    from ultralytics.utils.instance import Instances
+
+    rs = np.random.RandomState(7)
+    h, w = 48, 64
+    xy = rs.uniform(0, 1, (10, 2)) * [w, h]
+    boxes = np.concatenate([xy, np.minimum(xy + rs.uniform(1, 30, (10, 2)), [w, h])], 1).astype(np.float32)
+    boxes[0] = [0, 0, w, h]  # the whole image
+    boxes[1, 2] = w  # on the right edge
+    cases = []
+    for flip_ud in (False, True):
+        for flip_lr in (False, True):
+            labels = {"img": np.zeros((h, w, 3), np.uint8), "cls": np.zeros((10, 1), np.float32),
+                      "instances": Instances(boxes.copy(), bbox_format="xyxy", normalized=False)}
+            labels = RandomFlip(p=float(flip_ud), direction="vertical")(labels)
+            labels = RandomFlip(p=float(flip_lr), direction="horizontal")(labels)
+            labels = Format(bbox_format="xywh", normalize=True, return_mask=False, return_keypoint=False, batch_idx=True)(labels)
+            cases.append({"flip_ud": flip_ud, "flip_lr": flip_lr, "labels": tensor(labels["bboxes"].float())})
+    return {"image_hw": [h, w], "boxes": tensor(torch.from_numpy(boxes)), "cases": cases}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -517,6 +543,8 @@ def main():
                    **musgd_vectors(), **{f"groups_{m}": musgd_groups(f"{m}.yaml") for m in ("yolov8n", "yolo11n")}}, f)
     with open(f"{a.out}/augment_perspective.json", "w") as f:
         json.dump({"meta": meta, "function": "ultralytics.data.augment.RandomPerspective", **perspective_vectors()}, f)
+    with open(f"{a.out}/augment_labels.json", "w") as f:
+        json.dump({"meta": meta, "function": "ultralytics.data.augment.RandomFlip, Format", **labels_vectors()}, f)
     with open(f"{a.out}/augment_hsv.json", "w") as f:
         json.dump({"meta": meta, "function": "ultralytics.data.augment.RandomHSV",
                    **hsv_vectors(f"{a.out}/../augment_hsv.json")}, f)
