@@ -54,6 +54,13 @@ class Journey : public ::testing::Test {
     return classes;
   }
 
+  // prune --ratio 0.3 at --img 64, measured on `data`; the result in runs()/prune/<name>/weights/pruned.pt.
+  CommandResult prune(const std::string& weights, const std::string& data, const std::string& name) {
+    return run_kestrel({"prune", "--weights", weights, "--ratio", "0.3", "--data", data, "--img", "64", "--batch", "4", "--amp",
+                        "off", "--workers", "1", "--project", runs() + "/prune", "--name", name, "--exist-ok"},
+                       root_);
+  }
+
   CommandResult val(const std::string& weights, const std::string& data, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"val", "--weights", weights, "--data", data, "--img", "64", "--workers", "1", "--no-progress"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -166,10 +173,7 @@ TEST_F(Journey, Yolov8nAndYolo11nOnFiveAndTwoClasses) {
 
   // Pruned as a YOLOv5 model is (C3k2 halves apart, C2PSA, the head's branches), exported with its
   // cut widths, then sparsity-trained onto 5 classes.
-  const CommandResult pruned = run_kestrel({"prune", "--weights", best("v11"), "--ratio", "0.3", "--data", two, "--img", "64",
-                                            "--batch", "4", "--amp", "off", "--workers", "1", "--project", runs() + "/prune",
-                                            "--name", "v11", "--exist-ok"},
-                                           root_);
+  const CommandResult pruned = prune(best("v11"), two, "v11");
   ASSERT_EQ(pruned.exit_code, 0) << pruned.output;
   EXPECT_TRUE(pruned.has("after: ")) << pruned.output;
   const std::string pt = runs() + "/prune/v11/weights/pruned.pt";
@@ -313,10 +317,7 @@ TEST_F(Journey, SparsityPruneFineTune) {
   ASSERT_EQ(csv.size(), 3u);
   EXPECT_NE(csv[0].find("bn/gamma_below_0.01"), std::string::npos) << csv[0];
 
-  const CommandResult pruned = run_kestrel({"prune", "--weights", best("sparse"), "--ratio", "0.3", "--data", three, "--img", "64",
-                                            "--batch", "4", "--amp", "off", "--workers", "1", "--project", runs() + "/prune",
-                                            "--name", "p", "--exist-ok"},
-                                           root_);
+  const CommandResult pruned = prune(best("sparse"), three, "p");
   ASSERT_EQ(pruned.exit_code, 0) << pruned.output;
   EXPECT_TRUE(pruned.has("before: ")) << pruned.output;
   EXPECT_TRUE(pruned.has("after: ")) << pruned.output;

@@ -48,6 +48,19 @@ const LayerCut& cut_named(const PruneResult& r, const std::string& name) {
   throw std::runtime_error("no prunable conv " + name);
 }
 
+// Saves a pruned model as a 3-class checkpoint in a fresh folder; returns its path.
+std::string save_pruned(const DetectionModelImpl& m, const std::string& folder) {
+  CheckpointMeta meta;
+  meta.model_yaml = m.config().text;
+  meta.pruned_shapes = m.config().pruned_shapes;
+  meta.nc = 3;
+  meta.names = {"a", "b", "c"};
+  meta.train_options = nlohmann::json::object();
+  const std::string path = test::temp_dir(folder) + "/pruned.pt";
+  save_checkpoint(path, meta, m, nullptr, nullptr);
+  return path;
+}
+
 int64_t parameter_count(const DetectionModelImpl& m) {
   int64_t n = 0;
   for (const auto& p : m.parameters()) n += p.numel();
@@ -229,14 +242,7 @@ TEST(ChannelPrune, ChannelListsHoldAndRoundUp) {
 TEST(ChannelPrune, PrunedCheckpointLoadsAndFineTunesOnOtherClasses) {
   DetectionModel m = model_with_dead_channels(0.4);
   PruneResult r = prune_channels(*m, PruneOptions{});
-  CheckpointMeta meta;
-  meta.model_yaml = r.model->config().text;
-  meta.pruned_shapes = r.model->config().pruned_shapes;
-  meta.nc = 3;
-  meta.names = {"a", "b", "c"};
-  meta.train_options = nlohmann::json::object();
-  const std::string path = test::temp_dir("prune_ckpt") + "/pruned.pt";
-  save_checkpoint(path, meta, *r.model, nullptr, nullptr);
+  const std::string path = save_pruned(*r.model, "prune_ckpt");
 
   BuiltModel same = build_model("", path, 0);
   EXPECT_EQ(same.transferred, same.total);
@@ -306,14 +312,7 @@ TEST_P(UltralyticsPrune, DeadChannelsGoAndThePrunedModelRebuilds) {
   // Logits up to about 8 differ by an ulp or two (1e-6); YOLO11's depthwise steps given no constant moved them by 7e-5.
   for (size_t level = 0; level < a.size(); ++level) EXPECT_LT((a[level] - b[level]).abs().max().item<double>(), 4e-6) << level;
 
-  CheckpointMeta meta;
-  meta.model_yaml = r.model->config().text;
-  meta.pruned_shapes = r.model->config().pruned_shapes;
-  meta.nc = 3;
-  meta.names = {"a", "b", "c"};
-  meta.train_options = nlohmann::json::object();
-  const std::string path = test::temp_dir("prune_ckpt_ultralytics") + "/pruned.pt";
-  save_checkpoint(path, meta, *r.model, nullptr, nullptr);
+  const std::string path = save_pruned(*r.model, "prune_ckpt_ultralytics");
   BuiltModel same = build_model("", path, 0);
   EXPECT_EQ(same.transferred, same.total);
   same.model->eval();

@@ -167,7 +167,7 @@ FusedHsv fused_constants(const HsvGains& gains) {
   const HsvLuts luts = hsv_luts(gains);
   k.float_tables = true;
   k.shift_hue = gains.shift_hue;
-  std::copy(luts.hue.begin(), luts.hue.end(), k.hue_table);
+  if (k.shift_hue) std::copy(luts.hue.begin(), luts.hue.end(), k.hue_table);
   for (int c = k.shift_hue ? 1 : 0; c < 3; ++c) {
     k.r[c] = gains.r[c];
     k.rf[c] = static_cast<float>(gains.r[c]);
